@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Run every test suite and print one verdict (called by 'make check' after
+# 'make deps' and the build):
+#   host suites: libchan and the tools, no module needed;
+#   VM suites:   the module and libchan on Debian 6.1 and 6.12 (scripts/vm-run.sh).
+# Each suite's TAP is printed as it runs; the last line is
+# "N passed, N failed, N skipped".  A VM that cannot run counts as failed.
+#
+#   LZCHAN_KERNELS="bookworm trixie"   which VM kernels to boot
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$top/.cache}
+export CACHE
+kernels=${LZCHAN_KERNELS-bookworm trixie}
+mkdir -p "$CACHE"
+
+suite() {	# name, command...: run one host suite framed for tap-summary.awk
+	local name=$1; shift
+	echo "=== LZCHAN-SUITE $name"
+	(cd "$top/selftests" && timeout -s KILL 600 "$@") 2>&1
+	echo "=== LZCHAN-EXIT $?"
+}
+
+{
+	suite host/lzchan_lib ./lzchan_lib
+	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
+	for k in $kernels; do
+		"$top/scripts/vm-run.sh" "$k" 2>&1
+	done
+} | tee "$CACHE/check.log" | awk -f "$top/scripts/tap-summary.awk"
