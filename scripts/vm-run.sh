@@ -140,7 +140,7 @@ fi
 # Kernel log: the full dmesg the guest printed, plus the console.
 sed -n '/^=== LZCHAN-DMESG/,/^=== LZCHAN-END/p' "$results.txt" > "$vm/dmesg.log"
 bad='BUG:|WARNING:|Oops|Call Trace|general protection|kernel BUG|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|refcount_t:|UBSAN:|KASAN:|list_add corruption|list_del corruption|scheduling while atomic|sleeping function called from invalid context|[Hh]ung task|soft lockup|hard LOCKUP|RCU stall|BUG kmalloc|Bad page'
-splat=$(cat "$vm/dmesg.log" "$console" 2>/dev/null | tr -d '\r' | grep -E "$bad" | head -n 20)
+splat=$(cat "$vm/dmesg.log" "$console" 2>/dev/null | tr -d '\r' | grep -E "$bad" | sed 's/^\[ *[0-9.]*\] //' | awk '!seen[$0]++' | head -n 20)
 if [ -z "$splat" ] && [ -s "$vm/dmesg.log" ]; then
 	check ok "kernel log clean"
 else
