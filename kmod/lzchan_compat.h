@@ -7,11 +7,32 @@
 #ifndef _LZCHAN_COMPAT_H
 #define _LZCHAN_COMPAT_H
 
+#include <linux/eventfd.h>
+#include <linux/mm.h>
 #include <linux/version.h>
 
-#ifndef offsetofend
-#define offsetofend(TYPE, MEMBER) \
-	(offsetof(TYPE, MEMBER) + sizeof_field(TYPE, MEMBER))
+#ifndef CONFIG_POSIX_MQUEUE
+#error "lzchan scopes names by IPC namespace through its mqueue mount: CONFIG_POSIX_MQUEUE is required"
+#endif
+
+/* 6.3 made vma->vm_flags read-only behind vm_flags_set()/_clear(). */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+/* 6.8 dropped eventfd_signal()'s count argument. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 8, 0)
+#define lzchan_eventfd_signal(ctx)	eventfd_signal((ctx), 1)
+#else
+#define lzchan_eventfd_signal(ctx)	eventfd_signal(ctx)
 #endif
 
 #endif /* _LZCHAN_COMPAT_H */

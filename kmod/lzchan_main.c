@@ -3,43 +3,147 @@
  * lzchan: the /dev/lzchan misc device.
  *
  * The module hands out shared-memory channel regions and routes wakeups; it
- * is never on the per-message path.  This file holds the device and the
- * ioctl dispatcher; each ioctl argument is copied in through
- * copy_struct_from_user() so that structs can grow (see the UAPI header).
+ * is never on the per-message path.  This file holds the device, its
+ * file_operations, the ioctl dispatcher, the module parameters and the
+ * module-wide counters in sysfs (/sys/class/misc/lzchan/).
+ *
+ * Every ioctl argument is copied in with copy_struct_from_user() so that
+ * structs can grow (see the UAPI header).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nodemask.h>
+#include <linux/nospec.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include <linux/lzchan.h>
-
 #include "lzchan_compat.h"
+#include "lzchan_internal.h"
 
-/* Large enough for the biggest ioctl argument struct the module knows. */
+unsigned int lzchan_max_channels = 1024;
+module_param_named(max_channels, lzchan_max_channels, uint, 0644);
+MODULE_PARM_DESC(max_channels, "Channels that may exist at once (default 1024)");
+
+unsigned long lzchan_max_channel_bytes = 256UL << 20;
+module_param_named(max_channel_bytes, lzchan_max_channel_bytes, ulong, 0644);
+MODULE_PARM_DESC(max_channel_bytes, "Largest channel, in bytes (default 256 MiB)");
+
+unsigned long lzchan_max_user_bytes = 1UL << 30;
+module_param_named(max_user_bytes, lzchan_max_user_bytes, ulong, 0644);
+MODULE_PARM_DESC(max_user_bytes, "Channel memory one uid may create, in bytes (default 1 GiB)");
+
+/* Pages held by channels, per NUMA node. */
+static atomic_long_t lzchan_node_pages[MAX_NUMNODES];
+
+void lzchan_pages_account(int nid, long delta)
+{
+	atomic_long_add(delta, &lzchan_node_pages[nid]);
+}
+
+static long lzchan_pages_total(void)
+{
+	long sum = 0;
+	int nid;
+
+	for_each_node(nid)
+		sum += atomic_long_read(&lzchan_node_pages[nid]);
+	return sum;
+}
+
+/* ---- ioctls ---- */
+
 union lzchan_ioctl_buf {
 	struct lzchan_features features;
+	struct lzchan_create create;
+	struct lzchan_open open;
+	struct lzchan_unlink unlink;
+	struct lzchan_info info;
+	struct lzchan_list list;
+	struct lzchan_set_eventfd set_eventfd;
+	struct lzchan_peer peer;
 };
 
 struct lzchan_ioctl_op {
-	int (*execute)(struct file *file, void *arg);
-	size_t size;		/* the struct as this module knows it */
+	int (*execute)(struct lzchan_file *f, void *arg);
+	size_t size;		/* the struct as this module knows it; 0: no arg */
 	size_t min_size;	/* the first published version of the struct */
 };
 
-static int lzchan_features_get(struct file *file, void *arg)
+static int lzchan_ioc_features(struct lzchan_file *f, void *arg)
 {
-	struct lzchan_features *f = arg;
+	struct lzchan_features *ft = arg;
 
-	if (f->flags || memchr_inv(f->reserved, 0, sizeof(f->reserved)))
+	if (ft->flags || memchr_inv(ft->reserved, 0, sizeof(ft->reserved)))
 		return -EINVAL;
-
-	f->abi_version = LZCHAN_ABI_VERSION;
-	f->page_size = PAGE_SIZE;
-	f->features = LZCHAN_FEAT_ALL;
+	ft->abi_version = LZCHAN_ABI_VERSION;
+	ft->page_size = PAGE_SIZE;
+	ft->features = LZCHAN_FEAT_ALL;
 	return 0;
+}
+
+static int lzchan_ioc_create(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_create(arg);
+}
+
+static int lzchan_ioc_open(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_open(f, arg);
+}
+
+static int lzchan_ioc_unlink(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_unlink(arg);
+}
+
+static int lzchan_ioc_info(struct lzchan_file *f, void *arg)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct lzchan_info *in = arg;
+
+	if (!chan)
+		return -EBADFD;
+	if (in->flags)
+		return -EINVAL;
+	/* Everything else is output: clear whatever the caller passed. */
+	memset(in, 0, sizeof(*in));
+	in->size = sizeof(*in);
+	in->role = f->role;
+	in->lane = f->lane;
+	lzchan_chan_stat(chan, &in->stat);
+	in->layout = chan->layout;
+	return 0;
+}
+
+static int lzchan_ioc_list(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_list(arg);
+}
+
+static int lzchan_ioc_set_eventfd(struct lzchan_file *f, void *arg)
+{
+	struct lzchan_set_eventfd *e = arg;
+
+	if (e->flags || e->reserved0 || memchr_inv(e->reserved, 0, sizeof(e->reserved)))
+		return -EINVAL;
+	if (e->fd < -1)
+		return -EBADF;
+	return lzchan_chan_set_eventfd(f, e->fd);
+}
+
+static int lzchan_ioc_wake(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_wake(f);
+}
+
+static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_peer(f, arg);
 }
 
 #define LZCHAN_IOCTL_OP(_nr, _fn, _struct, _last)			\
@@ -50,16 +154,32 @@ static int lzchan_features_get(struct file *file, void *arg)
 	}
 
 static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
-	LZCHAN_IOCTL_OP(LZCHAN_IOC_FEATURES, lzchan_features_get,
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_FEATURES, lzchan_ioc_features,
 			struct lzchan_features, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_CREATE, lzchan_ioc_create,
+			struct lzchan_create, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_OPEN, lzchan_ioc_open,
+			struct lzchan_open, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_UNLINK, lzchan_ioc_unlink,
+			struct lzchan_unlink, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_INFO, lzchan_ioc_info,
+			struct lzchan_info, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_LIST, lzchan_ioc_list,
+			struct lzchan_list, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_SET_EVENTFD, lzchan_ioc_set_eventfd,
+			struct lzchan_set_eventfd, reserved),
+	[_IOC_NR(LZCHAN_IOC_WAKE)] = { .execute = lzchan_ioc_wake },
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_PEER, lzchan_ioc_peer,
+			struct lzchan_peer, reserved),
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long uarg)
 {
+	struct lzchan_file *f = file->private_data;
 	void __user *argp = (void __user *)uarg;
 	const struct lzchan_ioctl_op *op;
-	union lzchan_ioctl_buf buf;
+	union lzchan_ioctl_buf *buf;
 	unsigned int nr;
 	u32 usize;
 	int ret;
@@ -71,37 +191,117 @@ static long lzchan_ioctl(struct file *file, unsigned int cmd,
 	nr = _IOC_NR(cmd);
 	if (nr >= ARRAY_SIZE(lzchan_ioctl_ops) || !lzchan_ioctl_ops[nr].execute)
 		return -ENOTTY;
+	nr = array_index_nospec(nr, ARRAY_SIZE(lzchan_ioctl_ops));
 	op = &lzchan_ioctl_ops[nr];
+
+	if (!op->size)
+		return op->execute(f, NULL);
 
 	if (get_user(usize, (u32 __user *)argp))
 		return -EFAULT;
 	if (usize < op->min_size)
 		return -EINVAL;
+
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
 	/* Zero-fills past usize; -E2BIG if the caller set bytes we lack. */
-	ret = copy_struct_from_user(&buf, op->size, argp, usize);
+	ret = copy_struct_from_user(buf, op->size, argp, usize);
 	if (ret)
-		return ret;
+		goto out;
+	ret = op->execute(f, buf);
+	if (ret < 0)
+		goto out;
+	if (copy_to_user(argp, buf, min_t(size_t, usize, op->size)))
+		ret = -EFAULT;
+out:
+	kfree(buf);
+	return ret;
+}
 
-	ret = op->execute(file, &buf);
-	if (ret)
-		return ret;
+/* ---- file operations ---- */
 
-	if (copy_to_user(argp, &buf, min_t(size_t, usize, op->size)))
-		return -EFAULT;
+static int lzchan_open(struct inode *inode, struct file *file)
+{
+	struct lzchan_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	f->lane = LZCHAN_LANE_NONE;
+	file->private_data = f;
 	return 0;
+}
+
+/* Runs when the fd and every mapping of it are gone. */
+static int lzchan_release(struct inode *inode, struct file *file)
+{
+	struct lzchan_file *f = file->private_data;
+
+	lzchan_chan_release_file(f);
+	kfree(f);
+	return 0;
+}
+
+static void lzchan_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	lzchan_chan_show_fdinfo(m, file->private_data);
 }
 
 static const struct file_operations lzchan_fops = {
 	.owner = THIS_MODULE,
+	.open = lzchan_open,
+	.release = lzchan_release,
 	.unlocked_ioctl = lzchan_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = lzchan_mmap,
+	.show_fdinfo = lzchan_show_fdinfo,
 	.llseek = noop_llseek,
 };
+
+/* ---- sysfs: /sys/class/misc/lzchan/{channels,pages,node_pages} ---- */
+
+static ssize_t channels_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%u\n", lzchan_chan_count());
+}
+static DEVICE_ATTR_RO(channels);
+
+static ssize_t pages_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", lzchan_pages_total());
+}
+static DEVICE_ATTR_RO(pages);
+
+/* One line per online node: "<node> <pages>". */
+static ssize_t node_pages_show(struct device *dev, struct device_attribute *attr,
+			       char *buf)
+{
+	int nid, len = 0;
+
+	for_each_online_node(nid)
+		len += sysfs_emit_at(buf, len, "%d %ld\n", nid,
+				     atomic_long_read(&lzchan_node_pages[nid]));
+	return len;
+}
+static DEVICE_ATTR_RO(node_pages);
+
+static struct attribute *lzchan_attrs[] = {
+	&dev_attr_channels.attr,
+	&dev_attr_pages.attr,
+	&dev_attr_node_pages.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(lzchan);
 
 static struct miscdevice lzchan_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "lzchan",
 	.fops = &lzchan_fops,
+	.groups = lzchan_groups,
 	/* udev (see packaging) hands the node to a group; 0600 until then. */
 	.mode = 0600,
 };
@@ -121,7 +321,15 @@ static int __init lzchan_init(void)
 
 static void __exit lzchan_exit(void)
 {
+	long pages;
+
 	misc_deregister(&lzchan_misc);
+	/* No file is open (each holds the module), so only names remain. */
+	lzchan_chan_unlink_all();
+	lzchan_ns_exit();
+	pages = lzchan_pages_total();
+	if (pages)
+		pr_err("%ld page(s) still held at unload\n", pages);
 }
 
 module_init(lzchan_init);

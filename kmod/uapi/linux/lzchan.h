@@ -2,8 +2,9 @@
 /*
  * lzchan: shared-memory message channels between unrelated processes.
  *
- * Userspace ABI of /dev/lzchan.  Shared by the kernel module and libchan;
- * a client written without libchan needs only this header.
+ * Userspace ABI of /dev/lzchan, and the layout of a channel's shared memory.
+ * Shared by the kernel module and libchan; a client written without libchan
+ * needs only this header (see Documentation/userspace-api/lzchan.rst).
  *
  * Conventions (the io_uring/iommufd way):
  *  - every ioctl argument struct starts with __u32 size: the size of the
@@ -28,10 +29,28 @@
 
 #define LZCHAN_IOC_MAGIC	0xC1
 
+/* Channel names: 1..LZCHAN_NAME_MAX bytes of '!'..'~' except '/', NUL-ended. */
+#define LZCHAN_NAME_MAX		63
+#define LZCHAN_NAME_SIZE	(LZCHAN_NAME_MAX + 1)
+
+/* Geometry limits (the module's parameters may lower the byte limits). */
+#define LZCHAN_CACHELINE	64
+#define LZCHAN_SLOT_SIZE_MIN	64
+#define LZCHAN_SLOT_SIZE_MAX	65536
+#define LZCHAN_SLOT_COUNT_MIN	2
+#define LZCHAN_SLOT_COUNT_MAX	(1U << 24)
+#define LZCHAN_SENDERS_MAX	4096
+
+/* Control words that different parties write are this far apart. */
+#define LZCHAN_CTRL_STRIDE	128
+
+/* ------------------------------------------------------------------ */
+/* ioctls                                                              */
+/* ------------------------------------------------------------------ */
+
 /*
- * LZCHAN_IOC_FEATURES: what the loaded module supports.
- *
- * in:  size, flags (must be 0), reserved (must be 0)
+ * LZCHAN_IOC_FEATURES (any fd): what the loaded module supports.
+ * in:  size, flags (0), reserved (0)
  * out: abi_version, features (LZCHAN_FEAT_* bits), page_size
  */
 struct lzchan_features {
@@ -43,9 +62,293 @@ struct lzchan_features {
 	__u64 reserved[4];
 };
 
-/* No feature bits are defined in ABI version 1 yet. */
-#define LZCHAN_FEAT_ALL		0ULL
+#define LZCHAN_FEAT_NUMA	(1ULL << 0)	/* create: numa_node, NODE_STRICT */
+#define LZCHAN_FEAT_EVENTFD	(1ULL << 1)	/* SET_EVENTFD / WAKE */
+#define LZCHAN_FEAT_PEERCRED	(1ULL << 2)	/* PEER */
+#define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
+				 LZCHAN_FEAT_PEERCRED)
+
+/*
+ * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
+ * namespace.  The fd stays unbound: open the channel with LZCHAN_IOC_OPEN.
+ * Without LZCHAN_CREATE_EXCL an existing channel of that name is not an
+ * error: @created reads 0 and the existing geometry stands (read it with
+ * LZCHAN_IOC_INFO after opening).
+ *
+ * Errors: EINVAL (bad name, geometry, node, mode, flags or reserved),
+ * ENAMETOOLONG (no NUL within name[]), EEXIST (EXCL and the name exists),
+ * ENOSPC (max_channels reached), EFBIG (over max_channel_bytes), EDQUOT
+ * (over max_user_bytes for the caller's uid), ENOMEM (no memory; with
+ * NODE_STRICT: none on that node).
+ */
+struct lzchan_create {
+	__u32 size;
+	__u32 flags;			/* LZCHAN_CREATE_* */
+	char name[LZCHAN_NAME_SIZE];
+	__u32 slot_size;		/* multiple of 64, 64..65536 */
+	__u32 slot_count;		/* power of two, 2..2^24 */
+	__u32 max_senders;		/* lanes, 1..LZCHAN_SENDERS_MAX */
+	__s32 numa_node;		/* node id, or LZCHAN_NODE_LOCAL */
+	__u32 mode;			/* permission bits, 0..0777 */
+	__u32 created;			/* out: 1 if this call created it */
+	__u64 reserved[4];
+};
+
+#define LZCHAN_CREATE_EXCL		(1U << 0)	/* fail if the name exists */
+#define LZCHAN_CREATE_NODE_STRICT	(1U << 1)	/* no fallback to other nodes */
+#define LZCHAN_CREATE_FLAGS		(LZCHAN_CREATE_EXCL | LZCHAN_CREATE_NODE_STRICT)
+
+#define LZCHAN_NODE_LOCAL	(-1)	/* the node of the CPU running create */
+
+/*
+ * LZCHAN_IOC_OPEN (unbound fd): bind this fd to the named channel in one
+ * role.  A receiver needs read permission, a sender write permission.
+ * A channel has at most one receiver at a time; each sender gets a lane of
+ * its own.  The binding lasts until the fd's last reference (the fd and any
+ * mapping of it) is gone.
+ *
+ * Errors: ENOENT (no such name here), EACCES (mode bits), EINVAL (flags),
+ * EISCONN (fd already bound), EBUSY (a receiver is attached), EUSERS (every
+ * lane is attached or holds a closed sender's messages not yet drained).
+ */
+struct lzchan_open {
+	__u32 size;
+	__u32 flags;			/* exactly one LZCHAN_OPEN_* role */
+	char name[LZCHAN_NAME_SIZE];
+	__u32 lane;			/* out: sender's lane; receiver: ~0 */
+	__u32 lane_gen;			/* out: sender's lane generation */
+	__u64 reserved[4];
+};
+
+#define LZCHAN_OPEN_RECEIVER	(1U << 0)
+#define LZCHAN_OPEN_SENDER	(1U << 1)
+
+#define LZCHAN_LANE_NONE	0xffffffffU
+
+/*
+ * LZCHAN_IOC_UNLINK (any fd): remove a name.  The channel lives on while
+ * any fd or mapping uses it.  Allowed to the owner or creator, or with
+ * CAP_IPC_OWNER in the user namespace that owns the IPC namespace.
+ * Errors: ENOENT, EPERM, EINVAL, ENAMETOOLONG.
+ */
+struct lzchan_unlink {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	char name[LZCHAN_NAME_SIZE];
+	__u64 reserved[2];
+};
+
+/* Channel description: in LZCHAN_IOC_INFO and in LZCHAN_IOC_LIST entries. */
+struct lzchan_chan_stat {
+	char name[LZCHAN_NAME_SIZE];	/* empty once unlinked */
+	__u32 uid;			/* owner, in the caller's user ns */
+	__u32 gid;
+	__u32 cuid;			/* creator */
+	__u32 cgid;
+	__u32 mode;
+	__u32 slot_size;
+	__u32 slot_count;
+	__u32 max_senders;
+	__s32 numa_node;		/* requested (LZCHAN_NODE_LOCAL resolved) */
+	__u32 create_flags;
+	__u32 senders;			/* lanes attached now */
+	__u32 receiver;			/* 1 while a receiver is attached */
+	__u32 rx_parked;		/* the receiver's park word, as read */
+	__u64 bytes;			/* memory of the channel */
+	__u64 sender_attaches;		/* counters since creation */
+	__u64 peer_deaths;
+	__u64 wake_requests;
+	__u64 wakeups;
+	__u64 messages;			/* sum of lanes' lzchan_shm_tx.msgs */
+	__u64 reserved[3];
+};
+
+/*
+ * The mmap layout: byte offsets (page-aligned) to pass to mmap() and sizes.
+ * Each area must be mapped on its own, MAP_SHARED, within its bounds.
+ *
+ *   area    receiver   sender of lane i
+ *   info    read       read            written by the kernel only
+ *   rx      read/write read            the receiver's control lines
+ *   bell    read       read/write      the senders' doorbell words
+ *   lane j  read       read/write if j == i, else not mappable
+ */
+struct lzchan_layout {
+	__u64 info_off;
+	__u64 info_size;
+	__u64 rx_off;
+	__u64 rx_size;
+	__u64 bell_off;
+	__u64 bell_size;
+	__u64 lanes_off;		/* lane i at lanes_off + i * lane_stride */
+	__u64 lane_stride;
+	__u64 lane_size;
+	__u32 info_lanes;		/* offset of lzchan_shm_lane[0] in info */
+	__u32 rx_lanes;			/* offset of lzchan_shm_rx_lane[0] in rx */
+	__u32 lane_slots;		/* offset of slot 0 in a lane area */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/*
+ * LZCHAN_IOC_INFO (bound fd): the channel, this fd's role, and the layout.
+ * Errors: EBADFD (fd not bound).
+ */
+struct lzchan_info {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
+	__u32 lane;			/* sender's lane, else LZCHAN_LANE_NONE */
+	struct lzchan_chan_stat stat;
+	struct lzchan_layout layout;
+	__u64 reserved[4];
+};
+
+/*
+ * LZCHAN_IOC_LIST (any fd): the channels named in the caller's IPC
+ * namespace, in no particular order.  @entries points to @count entries of
+ * @entry_size bytes each (the struct lzchan_chan_stat the caller knows,
+ * at least up to @messages).  The kernel fills min(count, total) entries,
+ * skipping the first @start, and sets @count and @total.
+ * Errors: EINVAL, EFAULT.
+ */
+struct lzchan_list {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u32 entry_size;
+	__u32 count;			/* in: room; out: filled */
+	__u32 start;			/* in: skip this many */
+	__u32 total;			/* out: channels visible */
+	__u64 entries;			/* user pointer */
+	__u64 reserved[2];
+};
+
+/*
+ * LZCHAN_IOC_SET_EVENTFD (receiver fd): the eventfd that LZCHAN_IOC_WAKE
+ * and peer deaths signal; -1 removes it.
+ * Errors: EPERM (not the receiver), EBADF/EINVAL (not an eventfd).
+ */
+struct lzchan_set_eventfd {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__s32 fd;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/*
+ * LZCHAN_IOC_WAKE (sender fd, no argument): signal the receiver's eventfd.
+ * A sender calls it only after seeing the receiver parked (see the
+ * protocol in Documentation); with no eventfd registered it does nothing.
+ * Returns 1 if an eventfd was signalled, 0 if none is registered.
+ * Errors: EPERM (not a sender), EPIPE (the receiver is gone).
+ */
+
+/*
+ * LZCHAN_IOC_PEER (bound fd): who is on a lane, as the kernel saw it when
+ * the sender opened (pid, euid, egid), translated into the caller's pid and
+ * user namespaces (pid 0: not visible there).  @lane LZCHAN_LANE_NONE asks
+ * for the receiver.  A sender may ask about its own lane and the receiver.
+ * Errors: EINVAL (lane out of range), EPERM (another sender's lane),
+ * ENOTCONN (nobody attached there now).
+ */
+struct lzchan_peer {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u32 lane;
+	__u32 gen;			/* out: lane generation */
+	__s32 pid;			/* out */
+	__u32 uid;			/* out */
+	__u32 gid;			/* out */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
 
 #define LZCHAN_IOC_FEATURES	_IO(LZCHAN_IOC_MAGIC, 0x00)
+#define LZCHAN_IOC_CREATE	_IO(LZCHAN_IOC_MAGIC, 0x01)
+#define LZCHAN_IOC_OPEN		_IO(LZCHAN_IOC_MAGIC, 0x02)
+#define LZCHAN_IOC_UNLINK	_IO(LZCHAN_IOC_MAGIC, 0x03)
+#define LZCHAN_IOC_INFO		_IO(LZCHAN_IOC_MAGIC, 0x04)
+#define LZCHAN_IOC_LIST		_IO(LZCHAN_IOC_MAGIC, 0x05)
+#define LZCHAN_IOC_SET_EVENTFD	_IO(LZCHAN_IOC_MAGIC, 0x06)
+#define LZCHAN_IOC_WAKE		_IO(LZCHAN_IOC_MAGIC, 0x07)
+#define LZCHAN_IOC_PEER		_IO(LZCHAN_IOC_MAGIC, 0x08)
+
+/* ------------------------------------------------------------------ */
+/* Shared memory                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * info area, written by the kernel (or, in libchan's shared-memory
+ * backend, by the creator), read-only to everyone else.
+ */
+#define LZCHAN_SHM_MAGIC	0x6c7a6368U	/* "lzch" */
+
+struct lzchan_shm_hdr {
+	__u32 magic;
+	__u32 abi_version;
+	__u32 slot_size;
+	__u32 slot_count;
+	__u32 max_senders;
+	__u32 pad0[3];
+	__u64 rx_status;		/* LZCHAN_STATUS(gen, LZCHAN_RX_*) */
+	__u64 pad1[11];
+};					/* 128 bytes */
+
+/* A 64-bit status word: generation in the high half, state in the low. */
+#define LZCHAN_STATUS(gen, state)	(((__u64)(gen) << 32) | (__u32)(state))
+#define LZCHAN_STATUS_GEN(s)		((__u32)((s) >> 32))
+#define LZCHAN_STATUS_STATE(s)		((__u32)(s))
+
+#define LZCHAN_RX_NONE		0	/* no receiver has attached yet */
+#define LZCHAN_RX_ATTACHED	1
+#define LZCHAN_RX_GONE		2	/* the receiver's last reference went */
+
+struct lzchan_shm_lane {
+	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*) */
+	__u64 pad[7];
+};					/* 64 bytes, one per lane */
+
+#define LZCHAN_LANE_FREE	0	/* never attached */
+#define LZCHAN_LANE_ATTACHED	1
+#define LZCHAN_LANE_CLOSED	2	/* sender gone; drain, then ack */
+
+/* rx area, written by the receiver, read by the senders and the kernel. */
+struct lzchan_shm_rx {
+	__u32 parked;			/* nonzero while the receiver sleeps */
+	__u32 pad[31];
+};					/* 128 bytes */
+
+struct lzchan_shm_rx_lane {
+	__u32 head;			/* messages consumed (lazily published) */
+	__u32 sleepy;			/* receiver stopped polling this lane */
+	__u32 close_ack;		/* = lane gen once its close was drained */
+	__u32 pad[29];
+};					/* 128 bytes, one per lane */
+
+/* bell area: bit i of word i/64 is rung by lane i's sender. */
+
+/* lane area: the sender's line, then slot_count slots of slot_size bytes. */
+struct lzchan_shm_tx {
+	__u32 tail;			/* next position the sender will write */
+	__u32 pad0;
+	__u64 msgs;			/* messages sent (statistics) */
+	__u64 bytes;			/* payload bytes sent (statistics) */
+	__u64 pad1[13];
+};					/* 128 bytes */
+
+/*
+ * A message starts at a slot with this header and runs contiguously over
+ * ceil((8 + len) / slot_size) slots.  Position p (counting from 0) is ready
+ * when the slot's seq == p + 1 (mod 2^32); pages start zeroed, so no slot
+ * is ready at first.  seq is written last, with release order.
+ */
+struct lzchan_slot_hdr {
+	__u32 seq;
+	__u32 len;			/* payload bytes, plus LZCHAN_SLOT_* flags */
+};
+
+#define LZCHAN_SLOT_PAD		(1U << 31)	/* filler up to the ring's end */
+#define LZCHAN_SLOT_LEN_MASK	0x7fffffffU
 
 #endif /* _UAPI_LINUX_LZCHAN_H */

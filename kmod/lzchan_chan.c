@@ -1,0 +1,917 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Channels: creation and memory, names, attachment of receiver and senders,
+ * wakeups, peer credentials, listing.
+ *
+ * Everything here is setup or teardown; the per-message path never enters
+ * the kernel.  Values read back from shared memory (rx head, close_ack,
+ * slot seq, tx msgs) are untrusted: they only ever decide things about the
+ * channel that the writer could have spoiled anyway, never an index or size
+ * the kernel uses.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/eventfd.h>
+#include <linux/gfp.h>
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
+#include <linux/mm.h>
+#include <linux/nodemask.h>
+#include <linux/overflow.h>
+#include <linux/pid.h>
+#include <linux/sched/signal.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/user_namespace.h>
+#include <linux/vmalloc.h>
+
+#include "lzchan_compat.h"
+#include "lzchan_internal.h"
+
+/* Linked channels by (namespace, name); under lzchan_lock. */
+static DEFINE_HASHTABLE(lzchan_names, 8);
+/* Channels in existence, linked or not; under lzchan_lock. */
+static unsigned int lzchan_nr_channels;
+
+/* Bytes of channel memory per creating uid; under lzchan_lock. */
+struct lzchan_user {
+	struct list_head node;
+	kuid_t uid;
+	u64 bytes;
+};
+static LIST_HEAD(lzchan_users);
+
+static u32 lzchan_name_hash(const struct lzchan_ns *ns, const char *name)
+{
+	return jhash(name, strlen(name), hash_ptr(ns->mq_mnt, 32));
+}
+
+int lzchan_name_check(const char *name)
+{
+	size_t len = strnlen(name, LZCHAN_NAME_SIZE), i;
+
+	if (len == LZCHAN_NAME_SIZE)
+		return -ENAMETOOLONG;
+	if (!len)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (name[i] < '!' || name[i] > '~' || name[i] == '/')
+			return -EINVAL;
+	return 0;
+}
+
+/* The caller's namespace's channel of that name, or NULL. */
+static struct lzchan_chan *lzchan_chan_lookup(const char *name)
+{
+	struct lzchan_chan *chan;
+
+	lockdep_assert_held(&lzchan_lock);
+	hash_for_each_possible(lzchan_names, chan, hnode,
+			       jhash(name, strlen(name),
+				     hash_ptr(lzchan_ns_current_key(), 32))) {
+		if (lzchan_ns_is_current(chan->ns) && !strcmp(chan->name, name))
+			return chan;
+	}
+	return NULL;
+}
+
+/* ---- per-user byte accounting ---- */
+
+static struct lzchan_user *lzchan_user_find(kuid_t uid)
+{
+	struct lzchan_user *u;
+
+	list_for_each_entry(u, &lzchan_users, node)
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+static int lzchan_user_charge(kuid_t uid, u64 bytes)
+{
+	struct lzchan_user *u = lzchan_user_find(uid);
+
+	lockdep_assert_held(&lzchan_lock);
+	if (!u) {
+		u = kzalloc(sizeof(*u), GFP_KERNEL);
+		if (!u)
+			return -ENOMEM;
+		u->uid = uid;
+		list_add(&u->node, &lzchan_users);
+	}
+	if (u->bytes + bytes > lzchan_max_user_bytes) {
+		if (!u->bytes) {
+			list_del(&u->node);
+			kfree(u);
+		}
+		return -EDQUOT;
+	}
+	u->bytes += bytes;
+	return 0;
+}
+
+static void lzchan_user_uncharge(kuid_t uid, u64 bytes)
+{
+	struct lzchan_user *u = lzchan_user_find(uid);
+
+	lockdep_assert_held(&lzchan_lock);
+	if (WARN_ON_ONCE(!u || u->bytes < bytes))
+		return;
+	u->bytes -= bytes;
+	if (!u->bytes) {
+		list_del(&u->node);
+		kfree(u);
+	}
+}
+
+/* ---- shared memory accessors (kernel views) ---- */
+
+static struct lzchan_shm_hdr *lzchan_shm_hdr(struct lzchan_chan *chan)
+{
+	return chan->kinfo;
+}
+
+static struct lzchan_shm_lane *lzchan_shm_lane(struct lzchan_chan *chan, u32 i)
+{
+	return chan->kinfo + chan->layout.info_lanes +
+	       (size_t)i * sizeof(struct lzchan_shm_lane);
+}
+
+static struct lzchan_shm_rx *lzchan_shm_rx(struct lzchan_chan *chan)
+{
+	return chan->krx;
+}
+
+static struct lzchan_shm_rx_lane *lzchan_shm_rx_lane(struct lzchan_chan *chan, u32 i)
+{
+	return chan->krx + chan->layout.rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE;
+}
+
+/* Kernel address of byte @off of lane @i's area (never crosses a page for
+ * the 8-byte-aligned words we touch). */
+static void *lzchan_lane_ptr(struct lzchan_chan *chan, u32 i, u64 off)
+{
+	u64 pos = chan->layout.lanes_off + i * chan->layout.lane_stride + off;
+
+	return page_address(chan->pages[pos >> PAGE_SHIFT]) + offset_in_page(pos);
+}
+
+static struct lzchan_slot_hdr *lzchan_slot(struct lzchan_chan *chan, u32 i, u32 pos)
+{
+	return lzchan_lane_ptr(chan, i, chan->layout.lane_slots +
+			       (u64)(pos & (chan->slot_count - 1)) * chan->slot_size);
+}
+
+/* ---- creation and destruction ---- */
+
+static int lzchan_layout_init(struct lzchan_chan *chan, u64 *bytes)
+{
+	struct lzchan_layout *l = &chan->layout;
+	u64 info, rx, bell, lane;
+
+	l->info_lanes = sizeof(struct lzchan_shm_hdr);
+	l->rx_lanes = LZCHAN_CTRL_STRIDE;
+	l->lane_slots = sizeof(struct lzchan_shm_tx);
+
+	/* Bounded by the geometry limits: no term can overflow 64 bits. */
+	info = PAGE_ALIGN(l->info_lanes +
+			  (u64)chan->max_senders * sizeof(struct lzchan_shm_lane));
+	rx = PAGE_ALIGN(l->rx_lanes + (u64)chan->max_senders * LZCHAN_CTRL_STRIDE);
+	bell = PAGE_ALIGN(DIV_ROUND_UP(chan->max_senders, 64) * sizeof(u64));
+	lane = PAGE_ALIGN(l->lane_slots + (u64)chan->slot_count * chan->slot_size);
+
+	l->info_off = 0;
+	l->info_size = info;
+	l->rx_off = info;
+	l->rx_size = rx;
+	l->bell_off = info + rx;
+	l->bell_size = bell;
+	l->lanes_off = info + rx + bell;
+	l->lane_stride = lane;
+	l->lane_size = lane;
+	*bytes = l->lanes_off + lane * chan->max_senders;
+	return 0;
+}
+
+static void lzchan_chan_free_pages(struct lzchan_chan *chan)
+{
+	unsigned long i;
+
+	if (chan->krx)
+		vunmap(chan->krx);
+	if (chan->kinfo)
+		vunmap(chan->kinfo);
+	for (i = 0; i < chan->npages && chan->pages[i]; i++) {
+		lzchan_pages_account(page_to_nid(chan->pages[i]), -1);
+		__free_page(chan->pages[i]);
+	}
+	kvfree(chan->pages);
+}
+
+static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
+{
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL |
+		    __GFP_NOWARN;
+	unsigned long i, info_pages, rx_pages;
+	struct lzchan_shm_hdr *hdr;
+
+	if (chan->create_flags & LZCHAN_CREATE_NODE_STRICT)
+		gfp |= __GFP_THISNODE;
+
+	chan->npages = bytes >> PAGE_SHIFT;
+	chan->pages = kvcalloc(chan->npages, sizeof(*chan->pages),
+			       GFP_KERNEL_ACCOUNT);
+	if (!chan->pages)
+		return -ENOMEM;
+	for (i = 0; i < chan->npages; i++) {
+		struct page *page = alloc_pages_node(chan->node, gfp, 0);
+
+		if (!page)
+			return -ENOMEM;
+		chan->pages[i] = page;
+		lzchan_pages_account(page_to_nid(page), 1);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+
+	info_pages = chan->layout.info_size >> PAGE_SHIFT;
+	rx_pages = chan->layout.rx_size >> PAGE_SHIFT;
+	chan->kinfo = vmap(chan->pages, info_pages, VM_MAP, PAGE_KERNEL);
+	chan->krx = vmap(chan->pages + info_pages, rx_pages, VM_MAP, PAGE_KERNEL);
+	if (!chan->kinfo || !chan->krx)
+		return -ENOMEM;
+
+	hdr = lzchan_shm_hdr(chan);
+	hdr->magic = LZCHAN_SHM_MAGIC;
+	hdr->abi_version = LZCHAN_ABI_VERSION;
+	hdr->slot_size = chan->slot_size;
+	hdr->slot_count = chan->slot_count;
+	hdr->max_senders = chan->max_senders;
+	/* rx_status and every lane status start zeroed: LZCHAN_RX_NONE and
+	 * LZCHAN_LANE_FREE, generation 0. */
+	return 0;
+}
+
+/* Frees the channel; called with lzchan_lock held, the last ref gone. */
+static void __lzchan_chan_free(struct lzchan_chan *chan)
+{
+	lockdep_assert_held(&lzchan_lock);
+	lzchan_user_uncharge(chan->cuid, (u64)chan->npages << PAGE_SHIFT);
+	lzchan_chan_free_pages(chan);
+	lzchan_ns_put(chan->ns);
+	kfree(chan->lanes);
+	lzchan_nr_channels--;
+	kfree(chan);
+}
+
+static void lzchan_chan_put_locked(struct lzchan_chan *chan)
+{
+	if (refcount_dec_and_test(&chan->ref.refcount))
+		__lzchan_chan_free(chan);
+}
+
+static void lzchan_chan_put(struct lzchan_chan *chan)
+{
+	if (refcount_dec_and_mutex_lock(&chan->ref.refcount, &lzchan_lock)) {
+		__lzchan_chan_free(chan);
+		mutex_unlock(&lzchan_lock);
+	}
+}
+
+static int lzchan_create_check(const struct lzchan_create *c)
+{
+	int ret;
+
+	if (c->flags & ~LZCHAN_CREATE_FLAGS)
+		return -EINVAL;
+	if (memchr_inv(c->reserved, 0, sizeof(c->reserved)))
+		return -EINVAL;
+	ret = lzchan_name_check(c->name);
+	if (ret)
+		return ret;
+	if (c->slot_size < LZCHAN_SLOT_SIZE_MIN ||
+	    c->slot_size > LZCHAN_SLOT_SIZE_MAX ||
+	    c->slot_size % LZCHAN_CACHELINE)
+		return -EINVAL;
+	if (c->slot_count < LZCHAN_SLOT_COUNT_MIN ||
+	    c->slot_count > LZCHAN_SLOT_COUNT_MAX ||
+	    !is_power_of_2(c->slot_count))
+		return -EINVAL;
+	if (!c->max_senders || c->max_senders > LZCHAN_SENDERS_MAX)
+		return -EINVAL;
+	if (c->mode & ~0777U)
+		return -EINVAL;
+	if (c->numa_node != LZCHAN_NODE_LOCAL &&
+	    (c->numa_node < 0 || c->numa_node >= nr_node_ids ||
+	     !node_online(c->numa_node)))
+		return -EINVAL;
+	return 0;
+}
+
+int lzchan_chan_create(struct lzchan_create *c)
+{
+	struct lzchan_chan *chan, *old;
+	u64 bytes;
+	int ret;
+
+	ret = lzchan_create_check(c);
+	if (ret)
+		return ret;
+
+	chan = kzalloc(sizeof(*chan), GFP_KERNEL_ACCOUNT);
+	if (!chan)
+		return -ENOMEM;
+	kref_init(&chan->ref);		/* the name's reference */
+	mutex_init(&chan->lock);
+	spin_lock_init(&chan->evlock);
+	strscpy(chan->name, c->name, sizeof(chan->name));
+	chan->slot_size = c->slot_size;
+	chan->slot_count = c->slot_count;
+	chan->max_senders = c->max_senders;
+	chan->create_flags = c->flags;
+	chan->node = c->numa_node == LZCHAN_NODE_LOCAL ? numa_node_id() : c->numa_node;
+	chan->uid = chan->cuid = current_euid();
+	chan->gid = chan->cgid = current_egid();
+	chan->mode = c->mode;
+	lzchan_layout_init(chan, &bytes);
+
+	if ((c->flags & LZCHAN_CREATE_NODE_STRICT) &&
+	    !node_state(chan->node, N_MEMORY)) {
+		kfree(chan);
+		return -ENOMEM;
+	}
+	chan->lanes = kcalloc(chan->max_senders, sizeof(*chan->lanes),
+			      GFP_KERNEL_ACCOUNT);
+	if (!chan->lanes) {
+		kfree(chan);
+		return -ENOMEM;
+	}
+
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	old = lzchan_chan_lookup(c->name);
+	if (old) {
+		ret = (c->flags & LZCHAN_CREATE_EXCL) ? -EEXIST : 0;
+		c->created = 0;
+		goto out_unlock_free;
+	}
+	ret = -ENOSPC;
+	if (lzchan_nr_channels >= lzchan_max_channels)
+		goto out_unlock_free;
+	ret = -EFBIG;
+	if (bytes > lzchan_max_channel_bytes)
+		goto out_unlock_free;
+	ret = lzchan_user_charge(chan->cuid, bytes);
+	if (ret)
+		goto out_unlock_free;
+	ret = -ENOMEM;
+	chan->ns = lzchan_ns_current_get();
+	if (!chan->ns)
+		goto out_uncharge;
+	ret = lzchan_chan_alloc_pages(chan, bytes);
+	if (ret)
+		goto out_free_pages;
+
+	lzchan_nr_channels++;
+	chan->linked = true;
+	hash_add(lzchan_names, &chan->hnode, lzchan_name_hash(chan->ns, chan->name));
+	mutex_unlock(&lzchan_lock);
+	c->created = 1;
+	return 0;
+
+out_free_pages:
+	lzchan_chan_free_pages(chan);
+	lzchan_ns_put(chan->ns);
+out_uncharge:
+	lzchan_user_uncharge(chan->cuid, bytes);
+out_unlock_free:
+	mutex_unlock(&lzchan_lock);
+	kfree(chan->lanes);
+	kfree(chan);
+	return ret;
+}
+
+/* ---- names ---- */
+
+static void lzchan_chan_unlink_locked(struct lzchan_chan *chan)
+{
+	hash_del(&chan->hnode);
+	chan->linked = false;
+	lzchan_chan_put_locked(chan);	/* the name's reference */
+}
+
+int lzchan_chan_unlink(struct lzchan_unlink *u)
+{
+	struct lzchan_chan *chan;
+	kuid_t euid = current_euid();
+	int ret;
+
+	if (u->flags || memchr_inv(u->reserved, 0, sizeof(u->reserved)))
+		return -EINVAL;
+	ret = lzchan_name_check(u->name);
+	if (ret)
+		return ret;
+
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	chan = lzchan_chan_lookup(u->name);
+	if (!chan) {
+		ret = -ENOENT;
+	} else if (!uid_eq(euid, chan->uid) && !uid_eq(euid, chan->cuid) &&
+		   !ns_capable(chan->ns->user_ns, CAP_IPC_OWNER)) {
+		ret = -EPERM;
+	} else {
+		lzchan_chan_unlink_locked(chan);
+		ret = 0;
+	}
+	mutex_unlock(&lzchan_lock);
+	return ret;
+}
+
+void lzchan_chan_unlink_ns(struct lzchan_ns *ns)
+{
+	struct lzchan_chan *chan;
+	struct hlist_node *tmp;
+	int bkt;
+
+	lockdep_assert_held(&lzchan_lock);
+	hash_for_each_safe(lzchan_names, bkt, tmp, chan, hnode)
+		if (chan->ns == ns)
+			lzchan_chan_unlink_locked(chan);
+}
+
+void lzchan_chan_unlink_all(void)
+{
+	struct lzchan_chan *chan;
+	struct hlist_node *tmp;
+	unsigned int n = 0;
+	int bkt;
+
+	mutex_lock(&lzchan_lock);
+	hash_for_each_safe(lzchan_names, bkt, tmp, chan, hnode) {
+		lzchan_chan_unlink_locked(chan);
+		n++;
+	}
+	WARN_ON(lzchan_nr_channels);
+	WARN_ON(!list_empty(&lzchan_users));
+	mutex_unlock(&lzchan_lock);
+	if (n)
+		pr_info("removed %u named channel(s) at unload\n", n);
+}
+
+unsigned int lzchan_chan_count(void)
+{
+	return READ_ONCE(lzchan_nr_channels);
+}
+
+/* ---- attachment ---- */
+
+/* SysV-style check: owner, then group, then other; CAP_IPC_OWNER in the
+ * user namespace owning the IPC namespace overrides.  @may: 4 r, 2 w. */
+static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may)
+{
+	kuid_t euid = current_euid();
+	unsigned int granted = chan->mode;
+
+	if (uid_eq(euid, chan->cuid) || uid_eq(euid, chan->uid))
+		granted >>= 6;
+	else if (in_group_p(chan->cgid) || in_group_p(chan->gid))
+		granted >>= 3;
+	if ((may & ~granted & 0007) && !ns_capable(chan->ns->user_ns, CAP_IPC_OWNER))
+		return -EACCES;
+	return 0;
+}
+
+static void lzchan_shm_set_status(__u64 *word, u32 gen, u32 state)
+{
+	/* Pairs with the acquire load of the status word in libchan: a
+	 * reader that sees the new state also sees what the kernel wrote
+	 * before it (a lane scrub, an earlier generation's teardown). */
+	smp_store_release(word, LZCHAN_STATUS(gen, state));
+}
+
+/*
+ * A closed lane may get a new sender once nothing of the old one can reach
+ * the receiver: the receiver acknowledged the close, or no message is
+ * ready at the receiver's head.  The lane is then scrubbed so that nothing
+ * the old sender left ahead of the head can pass as the new sender's.
+ */
+static bool lzchan_lane_reusable(struct lzchan_chan *chan, u32 i)
+{
+	struct lzchan_shm_rx_lane *rxl = lzchan_shm_rx_lane(chan, i);
+	u32 head;
+
+	/* Receiver-written words; pairs with the receiver's release store of
+	 * close_ack after it drained the lane. */
+	if (smp_load_acquire(&rxl->close_ack) == chan->lanes[i].gen)
+		return true;
+	head = READ_ONCE(rxl->head);
+	return READ_ONCE(lzchan_slot(chan, i, head)->seq) != head + 1;
+}
+
+static void lzchan_lane_scrub(struct lzchan_chan *chan, u32 i)
+{
+	u32 s;
+
+	/* seq = s is "not ready" for every position p = s + k * slot_count,
+	 * which expects p + 1: slot_count is a power of two, so p + 1 and s
+	 * differ modulo slot_count, hence modulo 2^32. */
+	for (s = 0; s < chan->slot_count; s++) {
+		struct lzchan_slot_hdr *h = lzchan_slot(chan, i, s);
+
+		WRITE_ONCE(h->len, 0);
+		WRITE_ONCE(h->seq, s);
+		if (!(s & 1023))
+			cond_resched();
+	}
+}
+
+static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
+{
+	struct lzchan_lane *l;
+	u32 i;
+
+	lockdep_assert_held(&chan->lock);
+	for (i = 0; i < chan->max_senders; i++) {
+		l = &chan->lanes[i];
+		if (l->state == LZCHAN_LANE_FREE)
+			break;
+		if (l->state == LZCHAN_LANE_CLOSED && lzchan_lane_reusable(chan, i)) {
+			lzchan_lane_scrub(chan, i);
+			break;
+		}
+	}
+	if (i == chan->max_senders)
+		return -EUSERS;
+
+	l->gen++;
+	l->state = LZCHAN_LANE_ATTACHED;
+	l->pid = get_pid(task_tgid(current));
+	l->euid = current_euid();
+	l->egid = current_egid();
+	chan->senders++;
+	atomic64_inc(&chan->sender_attaches);
+	lzchan_shm_set_status(&lzchan_shm_lane(chan, i)->status, l->gen, l->state);
+	*lane = i;
+	*gen = l->gen;
+	return 0;
+}
+
+static int lzchan_attach_receiver(struct lzchan_chan *chan)
+{
+	lockdep_assert_held(&chan->lock);
+	if (chan->rx_attached)
+		return -EBUSY;
+	chan->rx_attached = true;
+	chan->rx_gen++;
+	chan->rx_pid = get_pid(task_tgid(current));
+	chan->rx_euid = current_euid();
+	chan->rx_egid = current_egid();
+	lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status, chan->rx_gen,
+			      LZCHAN_RX_ATTACHED);
+	return 0;
+}
+
+int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
+{
+	struct lzchan_chan *chan;
+	u32 lane = LZCHAN_LANE_NONE, gen = 0;
+	int ret;
+
+	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER)
+		return -EINVAL;
+	if (memchr_inv(o->reserved, 0, sizeof(o->reserved)))
+		return -EINVAL;
+	ret = lzchan_name_check(o->name);
+	if (ret)
+		return ret;
+
+	mutex_lock(&f->lock);
+	if (f->chan) {
+		ret = -EISCONN;
+		goto out_unlock_file;
+	}
+
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	chan = lzchan_chan_lookup(o->name);
+	if (!chan) {
+		mutex_unlock(&lzchan_lock);
+		ret = -ENOENT;
+		goto out_unlock_file;
+	}
+	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ? 4 : 2);
+	if (ret) {
+		mutex_unlock(&lzchan_lock);
+		goto out_unlock_file;
+	}
+	kref_get(&chan->ref);		/* the file's reference */
+	mutex_unlock(&lzchan_lock);
+
+	mutex_lock(&chan->lock);
+	if (o->flags == LZCHAN_OPEN_RECEIVER)
+		ret = lzchan_attach_receiver(chan);
+	else
+		ret = lzchan_attach_sender(chan, &lane, &gen);
+	mutex_unlock(&chan->lock);
+	if (ret) {
+		lzchan_chan_put(chan);
+		goto out_unlock_file;
+	}
+
+	f->role = o->flags;
+	f->lane = lane;
+	/* Pairs with smp_load_acquire() in lzchan_file_chan(). */
+	smp_store_release(&f->chan, chan);
+	o->lane = lane;
+	o->lane_gen = gen;
+out_unlock_file:
+	mutex_unlock(&f->lock);
+	return ret;
+}
+
+static void lzchan_chan_signal(struct lzchan_chan *chan)
+{
+	spin_lock(&chan->evlock);
+	if (chan->evctx) {
+		lzchan_eventfd_signal(chan->evctx);
+		atomic64_inc(&chan->wakeups);
+	}
+	spin_unlock(&chan->evlock);
+}
+
+/* The file's last reference (fd and mappings) is gone. */
+void lzchan_chan_release_file(struct lzchan_file *f)
+{
+	struct lzchan_chan *chan = f->chan;
+	struct eventfd_ctx *ev = NULL;
+
+	if (!chan)
+		return;
+
+	mutex_lock(&chan->lock);
+	if (f->role == LZCHAN_OPEN_RECEIVER) {
+		chan->rx_attached = false;
+		put_pid(chan->rx_pid);
+		chan->rx_pid = NULL;
+		lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status,
+				      chan->rx_gen, LZCHAN_RX_GONE);
+		spin_lock(&chan->evlock);
+		ev = chan->evctx;
+		chan->evctx = NULL;
+		spin_unlock(&chan->evlock);
+	} else {
+		struct lzchan_lane *l = &chan->lanes[f->lane];
+
+		l->state = LZCHAN_LANE_CLOSED;
+		put_pid(l->pid);
+		l->pid = NULL;
+		chan->senders--;
+		lzchan_shm_set_status(&lzchan_shm_lane(chan, f->lane)->status,
+				      l->gen, l->state);
+		/* A parked receiver must learn of the departure. */
+		lzchan_chan_signal(chan);
+	}
+	atomic64_inc(&chan->peer_deaths);
+	mutex_unlock(&chan->lock);
+	if (ev)
+		eventfd_ctx_put(ev);
+	lzchan_chan_put(chan);
+}
+
+/* ---- wakeups ---- */
+
+int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct eventfd_ctx *ev = NULL, *old;
+
+	if (!chan || f->role != LZCHAN_OPEN_RECEIVER)
+		return -EPERM;
+	if (fd != -1) {
+		ev = eventfd_ctx_fdget(fd);
+		if (IS_ERR(ev))
+			return PTR_ERR(ev);
+	}
+	spin_lock(&chan->evlock);
+	old = chan->evctx;
+	chan->evctx = ev;
+	spin_unlock(&chan->evlock);
+	if (old)
+		eventfd_ctx_put(old);
+	return 0;
+}
+
+int lzchan_chan_wake(struct lzchan_file *f)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	int ret = 0;
+
+	if (!chan || f->role != LZCHAN_OPEN_SENDER)
+		return -EPERM;
+	atomic64_inc(&chan->wake_requests);
+	spin_lock(&chan->evlock);
+	if (chan->evctx) {
+		lzchan_eventfd_signal(chan->evctx);
+		atomic64_inc(&chan->wakeups);
+		ret = 1;
+	} else if (!READ_ONCE(chan->rx_attached)) {
+		ret = -EPIPE;
+	}
+	spin_unlock(&chan->evlock);
+	return ret;
+}
+
+/* ---- peers ---- */
+
+int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct user_namespace *uns = current_user_ns();
+	int ret = 0;
+
+	if (!chan)
+		return -EBADFD;
+	if (p->flags || p->reserved0 || memchr_inv(p->reserved, 0, sizeof(p->reserved)))
+		return -EINVAL;
+	if (p->lane != LZCHAN_LANE_NONE && p->lane >= chan->max_senders)
+		return -EINVAL;
+	if (f->role == LZCHAN_OPEN_SENDER && p->lane != LZCHAN_LANE_NONE &&
+	    p->lane != f->lane)
+		return -EPERM;
+
+	mutex_lock(&chan->lock);
+	if (p->lane == LZCHAN_LANE_NONE) {
+		if (!chan->rx_attached) {
+			ret = -ENOTCONN;
+		} else {
+			p->gen = chan->rx_gen;
+			p->pid = pid_vnr(chan->rx_pid);
+			p->uid = from_kuid_munged(uns, chan->rx_euid);
+			p->gid = from_kgid_munged(uns, chan->rx_egid);
+		}
+	} else {
+		struct lzchan_lane *l = &chan->lanes[p->lane];
+
+		if (l->state != LZCHAN_LANE_ATTACHED) {
+			ret = -ENOTCONN;
+		} else {
+			p->gen = l->gen;
+			p->pid = pid_vnr(l->pid);
+			p->uid = from_kuid_munged(uns, l->euid);
+			p->gid = from_kgid_munged(uns, l->egid);
+		}
+	}
+	mutex_unlock(&chan->lock);
+	return ret;
+}
+
+/* ---- description ---- */
+
+void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st)
+{
+	struct user_namespace *uns = current_user_ns();
+	u64 msgs = 0;
+	u32 i;
+
+	memset(st, 0, sizeof(*st));
+	if (READ_ONCE(chan->linked))
+		strscpy(st->name, chan->name, sizeof(st->name));
+	st->uid = from_kuid_munged(uns, chan->uid);
+	st->gid = from_kgid_munged(uns, chan->gid);
+	st->cuid = from_kuid_munged(uns, chan->cuid);
+	st->cgid = from_kgid_munged(uns, chan->cgid);
+	st->mode = chan->mode;
+	st->slot_size = chan->slot_size;
+	st->slot_count = chan->slot_count;
+	st->max_senders = chan->max_senders;
+	st->numa_node = chan->node;
+	st->create_flags = chan->create_flags;
+	st->bytes = (u64)chan->npages << PAGE_SHIFT;
+	st->sender_attaches = atomic64_read(&chan->sender_attaches);
+	st->peer_deaths = atomic64_read(&chan->peer_deaths);
+	st->wake_requests = atomic64_read(&chan->wake_requests);
+	st->wakeups = atomic64_read(&chan->wakeups);
+	/* Receiver-written, statistics only. */
+	st->rx_parked = READ_ONCE(lzchan_shm_rx(chan)->parked);
+
+	mutex_lock(&chan->lock);
+	st->senders = chan->senders;
+	st->receiver = chan->rx_attached;
+	mutex_unlock(&chan->lock);
+
+	/* Sender-written, statistics only. */
+	for (i = 0; i < chan->max_senders; i++) {
+		struct lzchan_shm_tx *tx = lzchan_lane_ptr(chan, i, 0);
+
+		msgs += READ_ONCE(tx->msgs);
+	}
+	st->messages = msgs;
+}
+
+int lzchan_chan_list(struct lzchan_list *l)
+{
+	const size_t min_entry = offsetofend(struct lzchan_chan_stat, messages);
+	struct lzchan_chan_stat *buf = NULL;
+	struct lzchan_chan **chans = NULL;
+	struct lzchan_chan *chan;
+	u32 total = 0, n = 0, i;
+	size_t span;
+	int bkt, ret = 0;
+
+	if (l->flags || memchr_inv(l->reserved, 0, sizeof(l->reserved)))
+		return -EINVAL;
+	if (l->count && (l->entry_size < min_entry || l->entry_size > PAGE_SIZE))
+		return -EINVAL;
+	if (check_mul_overflow((size_t)l->count, (size_t)l->entry_size, &span) ||
+	    !access_ok(u64_to_user_ptr(l->entries), span))
+		return -EFAULT;
+
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	hash_for_each(lzchan_names, bkt, chan, hnode)
+		if (lzchan_ns_is_current(chan->ns))
+			total++;
+	if (l->start < total)
+		n = min(l->count, total - l->start);
+	if (n) {
+		chans = kvcalloc(n, sizeof(*chans), GFP_KERNEL);
+		if (!chans) {
+			mutex_unlock(&lzchan_lock);
+			return -ENOMEM;
+		}
+		i = 0;
+		hash_for_each(lzchan_names, bkt, chan, hnode) {
+			if (!lzchan_ns_is_current(chan->ns))
+				continue;
+			if (i >= l->start && i - l->start < n) {
+				kref_get(&chan->ref);
+				chans[i - l->start] = chan;
+			}
+			i++;
+		}
+	}
+	mutex_unlock(&lzchan_lock);
+
+	if (n) {
+		buf = kvcalloc(n, sizeof(*buf), GFP_KERNEL);
+		if (!buf)
+			ret = -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		if (!ret)
+			lzchan_chan_stat(chans[i], &buf[i]);
+		lzchan_chan_put(chans[i]);
+	}
+	kvfree(chans);
+
+	/* Copy out with no lock held. */
+	for (i = 0; i < n && !ret; i++) {
+		void __user *dst = u64_to_user_ptr(l->entries) + (size_t)i * l->entry_size;
+		size_t len = min_t(size_t, l->entry_size, sizeof(*buf));
+
+		if (copy_to_user(dst, &buf[i], len) ||
+		    (l->entry_size > len && clear_user(dst + len, l->entry_size - len)))
+			ret = -EFAULT;
+	}
+	kvfree(buf);
+	if (ret)
+		return ret;
+	l->count = n;
+	l->total = total;
+	return 0;
+}
+
+void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct lzchan_chan_stat st;
+
+	if (!chan) {
+		seq_puts(m, "lzchan-role:\tunbound\n");
+		return;
+	}
+	lzchan_chan_stat(chan, &st);
+	seq_printf(m, "lzchan-channel:\t%s\n", st.name[0] ? st.name : "(unlinked)");
+	seq_printf(m, "lzchan-role:\t%s\n",
+		   f->role == LZCHAN_OPEN_RECEIVER ? "receiver" : "sender");
+	if (f->role == LZCHAN_OPEN_SENDER)
+		seq_printf(m, "lzchan-lane:\t%u\n", f->lane);
+	seq_printf(m, "lzchan-geometry:\t%u x %u, %u senders max\n",
+		   st.slot_count, st.slot_size, st.max_senders);
+	seq_printf(m, "lzchan-node:\t%d%s\n", st.numa_node,
+		   (st.create_flags & LZCHAN_CREATE_NODE_STRICT) ? " strict" : "");
+	seq_printf(m, "lzchan-bytes:\t%llu\n", st.bytes);
+	seq_printf(m, "lzchan-senders:\t%u\n", st.senders);
+	seq_printf(m, "lzchan-receiver:\t%u%s\n", st.receiver,
+		   st.rx_parked ? " parked" : "");
+	seq_printf(m, "lzchan-messages:\t%llu\n", st.messages);
+	seq_printf(m, "lzchan-sender-attaches:\t%llu\n", st.sender_attaches);
+	seq_printf(m, "lzchan-peer-deaths:\t%llu\n", st.peer_deaths);
+	seq_printf(m, "lzchan-wake-requests:\t%llu\n", st.wake_requests);
+	seq_printf(m, "lzchan-wakeups:\t%llu\n", st.wakeups);
+}

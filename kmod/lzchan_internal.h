@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * lzchan internals shared by the module's files.
+ *
+ * Objects and their references:
+ *
+ *   lzchan_ns    one per IPC namespace that has named channels; identified
+ *                by that namespace's mqueue mount, which we hold (see
+ *                lzchan_ns.c).  Each channel holds a reference.
+ *   lzchan_chan  a channel: its pages and its lanes.  References: one for
+ *                the name while it is linked, one per bound file.  The
+ *                pages go when the last reference goes.
+ *   lzchan_file  an open /dev/lzchan; bound to one channel in one role by
+ *                LZCHAN_IOC_OPEN.  A mapping holds the file (vm_file), so
+ *                release() runs only after the fd and every mapping are gone.
+ *
+ * Locks, outermost first: lzchan_lock (names, namespaces, limits), then
+ * chan->lock (attachments, eventfd).  Neither is taken in mmap() or the
+ * fault handler, and no user copy happens under either, so mmap_lock never
+ * nests inside them.
+ */
+#ifndef _LZCHAN_INTERNAL_H
+#define _LZCHAN_INTERNAL_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+
+#include <linux/lzchan.h>
+
+struct eventfd_ctx;
+struct page;
+struct pid;
+struct seq_file;
+struct user_namespace;
+struct vfsmount;
+
+struct lzchan_ns {
+	struct list_head node;		/* in lzchan_namespaces */
+	struct vfsmount *mq_mnt;	/* identity; held with mntget() */
+	struct user_namespace *user_ns;	/* owner of the IPC namespace */
+	struct kref ref;		/* one per channel */
+};
+
+struct lzchan_lane {
+	struct pid *pid;		/* sender at open; NULL when none */
+	kuid_t euid;
+	kgid_t egid;
+	u32 gen;
+	u32 state;			/* LZCHAN_LANE_* */
+};
+
+struct lzchan_chan {
+	struct kref ref;
+	struct mutex lock;
+	struct lzchan_ns *ns;
+	struct hlist_node hnode;	/* in the name table while linked */
+	bool linked;
+	char name[LZCHAN_NAME_SIZE];
+
+	/* creation parameters, fixed */
+	u32 slot_size, slot_count, max_senders, create_flags;
+	int node;
+	kuid_t uid, cuid;
+	kgid_t gid, cgid;
+	umode_t mode;
+
+	/* memory: npages pages; info and rx areas also mapped in the kernel */
+	struct page **pages;
+	unsigned long npages;
+	struct lzchan_layout layout;
+	void *kinfo;			/* vmap of the info area */
+	void *krx;			/* vmap of the rx area */
+
+	/* attachments, under lock */
+	bool rx_attached;
+	u32 rx_gen;
+	struct pid *rx_pid;
+	kuid_t rx_euid;
+	kgid_t rx_egid;
+	u32 senders;
+	struct lzchan_lane *lanes;
+	struct eventfd_ctx *evctx;	/* also read under evlock */
+	spinlock_t evlock;
+
+	/* counters */
+	atomic64_t sender_attaches, peer_deaths, wake_requests, wakeups;
+};
+
+struct lzchan_file {
+	struct mutex lock;		/* serialises binding */
+	struct lzchan_chan *chan;	/* set once by OPEN; see lzchan_file_chan() */
+	u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
+	u32 lane;
+};
+
+/* lzchan_main.c: module parameters and module-wide counters */
+extern unsigned int lzchan_max_channels;
+extern unsigned long lzchan_max_channel_bytes;
+extern unsigned long lzchan_max_user_bytes;
+void lzchan_pages_account(int nid, long delta);
+
+/* lzchan_ns.c */
+extern struct mutex lzchan_lock;
+struct lzchan_ns *lzchan_ns_current_get(void);	/* under lzchan_lock */
+void lzchan_ns_put(struct lzchan_ns *ns);	/* under lzchan_lock */
+bool lzchan_ns_is_current(const struct lzchan_ns *ns);
+const void *lzchan_ns_current_key(void);
+void lzchan_ns_reap(void);			/* under lzchan_lock */
+void lzchan_ns_reaper_start(void);
+void lzchan_ns_exit(void);			/* module exit */
+
+/* lzchan_chan.c */
+int lzchan_chan_create(struct lzchan_create *c);
+int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o);
+int lzchan_chan_unlink(struct lzchan_unlink *u);
+int lzchan_chan_list(struct lzchan_list *l);
+void lzchan_chan_release_file(struct lzchan_file *f);
+void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st);
+int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd);
+int lzchan_chan_wake(struct lzchan_file *f);
+int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p);
+void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f);
+void lzchan_chan_unlink_ns(struct lzchan_ns *ns);	/* under lzchan_lock */
+void lzchan_chan_unlink_all(void);			/* module exit */
+unsigned int lzchan_chan_count(void);
+int lzchan_name_check(const char *name);
+
+/* lzchan_mmap.c */
+int lzchan_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* The channel a file is bound to, or NULL. */
+static inline struct lzchan_chan *lzchan_file_chan(struct lzchan_file *f)
+{
+	/* Pairs with smp_store_release() in lzchan_chan_open(): a non-NULL
+	 * chan comes with role and lane already written. */
+	return smp_load_acquire(&f->chan);
+}
+
+#endif /* _LZCHAN_INTERNAL_H */

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Mapping a channel.  Each area of the layout (see struct lzchan_layout) is
+ * mapped on its own, MAP_SHARED, with the protections of the caller's role.
+ * An area a role may only read is mapped with VM_MAYWRITE cleared, so
+ * mprotect() cannot upgrade it (as binder does); nothing is executable.
+ *
+ * Pages are inserted on fault from the channel's page array.  The mapping
+ * holds the file (vm_file), the file holds the channel, so the pages live
+ * as long as any mapping does, fd closed or not.
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+
+#include "lzchan_compat.h"
+#include "lzchan_internal.h"
+
+static vm_fault_t lzchan_vm_fault(struct vm_fault *vmf)
+{
+	struct lzchan_file *f = vmf->vma->vm_file->private_data;
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct page *page;
+
+	/* mmap() checked the range and VM_DONTEXPAND keeps it; be safe. */
+	if (WARN_ON_ONCE(!chan || vmf->pgoff >= chan->npages))
+		return VM_FAULT_SIGBUS;
+	page = chan->pages[vmf->pgoff];
+	get_page(page);
+	vmf->page = page;
+	return 0;
+}
+
+static const struct vm_operations_struct lzchan_vm_ops = {
+	.fault = lzchan_vm_fault,
+};
+
+/* Is [off, off + len) inside [start, start + size)? */
+static bool lzchan_range_in(u64 off, u64 len, u64 start, u64 size)
+{
+	return off >= start && len <= size && off - start <= size - len;
+}
+
+int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct lzchan_file *f = file->private_data;
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	const struct lzchan_layout *l;
+	u64 off, len, lane;
+	bool rx = f->role == LZCHAN_OPEN_RECEIVER;
+	bool writable;
+
+	if (!chan)
+		return -EBADFD;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+
+	l = &chan->layout;
+	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	len = vma->vm_end - vma->vm_start;
+	if (vma->vm_pgoff > (U64_MAX >> PAGE_SHIFT))
+		return -EINVAL;
+
+	if (lzchan_range_in(off, len, l->info_off, l->info_size)) {
+		writable = false;
+	} else if (lzchan_range_in(off, len, l->rx_off, l->rx_size)) {
+		writable = rx;
+	} else if (lzchan_range_in(off, len, l->bell_off, l->bell_size)) {
+		writable = !rx;
+	} else if (off >= l->lanes_off) {
+		lane = div64_u64(off - l->lanes_off, l->lane_stride);
+		if (lane >= chan->max_senders ||
+		    !lzchan_range_in(off, len, l->lanes_off + lane * l->lane_stride,
+				     l->lane_size))
+			return -EINVAL;
+		if (!rx && lane != f->lane)
+			return -EACCES;		/* another sender's lane */
+		writable = !rx;
+	} else {
+		return -EINVAL;			/* straddles two areas */
+	}
+
+	if (!writable) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EACCES;
+		vm_flags_clear(vma, VM_MAYWRITE);
+	}
+	vm_flags_clear(vma, VM_MAYEXEC);
+	vm_flags_set(vma, VM_DONTEXPAND);
+	vma->vm_ops = &lzchan_vm_ops;
+	return 0;
+}
