@@ -71,7 +71,7 @@ else
 fi
 
 # --- initramfs: busybox, /init, the module, the tests ---
-tests=(lzchan_dev lzchan_lib)
+mapfile -t tests < <(grep -v '^#' "$top/selftests/vm/tests")
 initrd=$vm/initramfs
 rm -rf "$initrd" && mkdir -p "$initrd"/{bin,proc,sys,dev,tests}
 cp /bin/busybox "$initrd/bin/busybox"
@@ -86,14 +86,14 @@ printf '%s\n' "${tests[@]}" > "$initrd/tests/list"
 (cd "$initrd" && find . | cpio -o -H newc --quiet) > "$vm/initramfs.cpio"
 
 # --- boot: 2 vCPUs, one socket per NUMA node (a socket split across nodes
-# makes the kernel WARN about topology), 512 MiB per node ---
+# makes the kernel WARN about topology), 1 GiB per node ---
 console=$vm/console.log results=$vm/results.log
 rm -f "$console" "$results"
 echo "vm-run: booting $KVER under qemu (software emulation)" >&2
 timeout -s KILL "$QEMU_TIMEOUT" qemu-system-x86_64 \
-	-accel tcg,thread=multi -cpu max -smp 2,sockets=2,cores=1,threads=1 -m 1024 \
-	-object memory-backend-ram,id=mem0,size=512M \
-	-object memory-backend-ram,id=mem1,size=512M \
+	-accel tcg,thread=multi -cpu max -smp 2,sockets=2,cores=1,threads=1 -m 2048 \
+	-object memory-backend-ram,id=mem0,size=1024M \
+	-object memory-backend-ram,id=mem1,size=1024M \
 	-numa node,nodeid=0,cpus=0,memdev=mem0 \
 	-numa node,nodeid=1,cpus=1,memdev=mem1 \
 	-kernel "$VMLINUZ" -initrd "$vm/initramfs.cpio" \

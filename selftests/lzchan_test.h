@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Helpers shared by the /dev/lzchan selftests: raw ioctl wrappers that
+ * return -errno, mapping of layout areas, sysfs and module parameters.
+ * Include after kselftest_harness.h.
+ */
+#ifndef LZCHAN_TEST_H
+#define LZCHAN_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/lzchan.h>
+
+/*
+ * First statement of every test that needs the module: SKIP on a machine
+ * without it, but FAIL where the VM rig promised it (LZCHAN_EXPECT_DEV=1).
+ * (A SKIP in FIXTURE_SETUP would not stop the body on 6.1's harness.)
+ */
+#define LZ_NEED_DEV() do {						\
+	if (access(LZCHAN_DEVICE_PATH, F_OK)) {				\
+		const char *e = getenv("LZCHAN_EXPECT_DEV");		\
+		ASSERT_FALSE(e && *e == '1')				\
+			TH_LOG("%s missing in the VM", LZCHAN_DEVICE_PATH); \
+		SKIP(return, "%s absent: lzchan.ko not loaded",	\
+		     LZCHAN_DEVICE_PATH);				\
+	}								\
+} while (0)
+
+#define LZ_SYSFS	"/sys/class/misc/lzchan/"
+#define LZ_PARAMS	"/sys/module/lzchan/parameters/"
+
+static inline int lz_dev(void)
+{
+	int fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static inline int lz_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+/* A name unique to this process and call. */
+static inline const char *lz_name(const char *prefix)
+{
+	static char buf[8][LZCHAN_NAME_SIZE];
+	static unsigned int n;
+	char *b = buf[n % 8];
+
+	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
+	return b;
+}
+
+struct lz_geom {
+	__u32 slot_size, slot_count, max_senders, mode, flags;
+	__s32 node;
+};
+
+#define LZ_GEOM_DEFAULT \
+	((struct lz_geom){ .slot_size = 64, .slot_count = 64, .max_senders = 4, \
+			   .mode = 0600, .node = LZCHAN_NODE_LOCAL })
+
+/* Copy a name into an ioctl struct's name[] (truncating, always ended). */
+static inline void lz_setname(char dst[LZCHAN_NAME_SIZE], const char *src)
+{
+	size_t n = strnlen(src, LZCHAN_NAME_SIZE - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+static inline int lz_create(const char *name, struct lz_geom g)
+{
+	struct lzchan_create c = {
+		.size = sizeof(c), .flags = g.flags, .slot_size = g.slot_size,
+		.slot_count = g.slot_count, .max_senders = g.max_senders,
+		.numa_node = g.node, .mode = g.mode,
+	};
+	int fd = lz_dev(), ret;
+
+	if (fd < 0)
+		return fd;
+	lz_setname(c.name, name);
+	ret = lz_ioctl(fd, LZCHAN_IOC_CREATE, &c);
+	close(fd);
+	return ret;
+}
+
+static inline int lz_unlink(const char *name)
+{
+	struct lzchan_unlink u = { .size = sizeof(u) };
+	int fd = lz_dev(), ret;
+
+	if (fd < 0)
+		return fd;
+	lz_setname(u.name, name);
+	ret = lz_ioctl(fd, LZCHAN_IOC_UNLINK, &u);
+	close(fd);
+	return ret;
+}
+
+/* Open @name in @role (LZCHAN_OPEN_*): the bound fd, or -errno. */
+static inline int lz_open(const char *name, __u32 role, __u32 *lane)
+{
+	struct lzchan_open o = { .size = sizeof(o), .flags = role };
+	int fd = lz_dev(), ret;
+
+	if (fd < 0)
+		return fd;
+	lz_setname(o.name, name);
+	ret = lz_ioctl(fd, LZCHAN_IOC_OPEN, &o);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	if (lane)
+		*lane = o.lane;
+	return fd;
+}
+
+static inline int lz_info(int fd, struct lzchan_info *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->size = sizeof(*in);
+	return lz_ioctl(fd, LZCHAN_IOC_INFO, in);
+}
+
+/* Map [off, off + len) of a bound fd; NULL and errno set on failure. */
+static inline void *lz_map(int fd, __u64 off, __u64 len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, off);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline long lz_read_long(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 0) : -1;
+}
+
+static inline int lz_write_long(const char *path, long v)
+{
+	char buf[32];
+	int fd = open(path, O_WRONLY | O_CLOEXEC), n, ret;
+
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%ld\n", v);
+	ret = write(fd, buf, n) == n ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+/* Pages held on @node according to /sys/class/misc/lzchan/node_pages. */
+static inline long lz_node_pages(int node)
+{
+	FILE *f = fopen(LZ_SYSFS "node_pages", "re");
+	long pages = -1, p;
+	int n;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%d %ld", &n, &p) == 2)
+		if (n == node)
+			pages = p;
+	fclose(f);
+	return pages;
+}
+
+/*
+ * Run @fn(@arg) in a child; return the signal that killed it, 0 if it
+ * exited 0, or -1 otherwise.  For "this store must fault" checks.
+ */
+static inline int lz_child_signal(void (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return WTERMSIG(status);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static inline void lz_store_u32(void *p)
+{
+	*(volatile __u32 *)p = 0x5a5a5a5a;
+}
+
+#endif /* LZCHAN_TEST_H */
