@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Mapping a channel: the layout, per-role protections (forbidden writes
+ * fault, forbidden mprotect upgrades fail), bounds, lifetime after close,
+ * and NUMA placement verified from userspace with move_pages(2).
+ */
+#include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+#include "lzchan_test.h"
+
+static long page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+FIXTURE(chan) {
+	char name[LZCHAN_NAME_SIZE];
+	int rx, tx;		/* receiver; sender on lane 0 */
+	struct lzchan_layout l;
+};
+
+FIXTURE_SETUP(chan)
+{
+	struct lzchan_info in;
+
+	self->rx = self->tx = -1;
+	if (access(LZCHAN_DEVICE_PATH, F_OK))
+		return;		/* the test body skips (LZ_NEED_DEV) */
+	lz_setname(self->name, lz_name("mmap"));
+	ASSERT_EQ(0, lz_create(self->name, LZ_GEOM_DEFAULT));
+	self->rx = lz_open(self->name, LZCHAN_OPEN_RECEIVER, NULL);
+	ASSERT_LE(0, self->rx);
+	self->tx = lz_open(self->name, LZCHAN_OPEN_SENDER, NULL);
+	ASSERT_LE(0, self->tx);
+	ASSERT_EQ(0, lz_info(self->rx, &in));
+	self->l = in.layout;
+}
+
+FIXTURE_TEARDOWN(chan)
+{
+	if (self->rx >= 0)
+		close(self->rx);
+	if (self->tx >= 0)
+		close(self->tx);
+	if (self->name[0])
+		lz_unlink(self->name);
+}
+
+TEST_F(chan, layout)
+{
+	const struct lzchan_layout *l = &self->l;
+	struct lzchan_info in;
+	long ps = page_size();
+
+	LZ_NEED_DEV();
+	EXPECT_EQ(0, l->info_off);
+	EXPECT_EQ(l->info_off + l->info_size, l->rx_off);
+	EXPECT_EQ(l->rx_off + l->rx_size, l->bell_off);
+	EXPECT_EQ(l->bell_off + l->bell_size, l->lanes_off);
+	EXPECT_EQ(0, l->rx_size % ps);
+	EXPECT_EQ(0, l->bell_size % ps);
+	EXPECT_EQ(0, l->lane_stride % ps);
+	EXPECT_LE(l->lane_slots + 64 * 64, l->lane_size);
+	EXPECT_EQ(sizeof(struct lzchan_shm_hdr), l->info_lanes);
+	EXPECT_EQ(LZCHAN_CTRL_STRIDE, l->rx_lanes);
+	EXPECT_EQ(sizeof(struct lzchan_shm_tx), l->lane_slots);
+	EXPECT_EQ(0, l->lane_slots % LZCHAN_CTRL_STRIDE);
+	/* Both roles see the same layout. */
+	ASSERT_EQ(0, lz_info(self->tx, &in));
+	EXPECT_EQ(0, memcmp(l, &in.layout, sizeof(*l)));
+}
+
+TEST_F(chan, shared_header)
+{
+	struct lzchan_shm_hdr *h;
+	struct lzchan_shm_lane *lane0;
+
+	LZ_NEED_DEV();
+	h = lz_map(self->tx, self->l.info_off, self->l.info_size, PROT_READ);
+	ASSERT_NE(NULL, h);
+	EXPECT_EQ(LZCHAN_SHM_MAGIC, h->magic);
+	EXPECT_EQ(LZCHAN_ABI_VERSION, h->abi_version);
+	EXPECT_EQ(64, h->slot_size);
+	EXPECT_EQ(64, h->slot_count);
+	EXPECT_EQ(4, h->max_senders);
+	EXPECT_EQ(LZCHAN_STATUS(1, LZCHAN_RX_ATTACHED), h->rx_status);
+	lane0 = (void *)((char *)h + self->l.info_lanes);
+	EXPECT_EQ(LZCHAN_STATUS(1, LZCHAN_LANE_ATTACHED), lane0[0].status);
+	EXPECT_EQ(LZCHAN_STATUS(0, LZCHAN_LANE_FREE), lane0[1].status);
+
+	/* The receiver goes: senders see it in the header. */
+	close(self->rx);
+	self->rx = -1;
+	EXPECT_EQ(LZCHAN_STATUS(1, LZCHAN_RX_GONE), h->rx_status);
+	self->rx = lz_open(self->name, LZCHAN_OPEN_RECEIVER, NULL);
+	ASSERT_LE(0, self->rx);
+	EXPECT_EQ(LZCHAN_STATUS(2, LZCHAN_RX_ATTACHED), h->rx_status);
+	munmap(h, self->l.info_size);
+}
+
+/* Which areas each role may map, and how. */
+TEST_F(chan, role_protections)
+{
+	const struct lzchan_layout *l = &self->l;
+	void *p;
+
+	LZ_NEED_DEV();
+	/* info: read-only to both. */
+	EXPECT_EQ(NULL, lz_map(self->rx, l->info_off, l->info_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->info_off, l->info_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+
+	/* rx: the receiver writes, senders read. */
+	p = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	munmap(p, l->rx_size);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	p = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
+	ASSERT_NE(NULL, p);
+	munmap(p, l->rx_size);
+
+	/* bell: senders write, the receiver reads. */
+	EXPECT_EQ(NULL, lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	p = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	munmap(p, l->bell_size);
+
+	/* lanes: the receiver reads all; a sender writes its own only. */
+	EXPECT_EQ(NULL, lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	p = lz_map(self->rx, l->lanes_off + 3 * l->lane_stride, l->lane_size, PROT_READ);
+	ASSERT_NE(NULL, p);
+	munmap(p, l->lane_size);
+	p = lz_map(self->tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	munmap(p, l->lane_size);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->lanes_off + l->lane_stride, l->lane_size, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+
+	/* Never executable, never private. */
+	EXPECT_EQ(NULL, lz_map(self->rx, l->info_off, l->info_size, PROT_READ | PROT_EXEC));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, l->info_size, PROT_READ, MAP_PRIVATE,
+				   self->rx, l->info_off));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(chan, bounds)
+{
+	const struct lzchan_layout *l = &self->l;
+	__u64 end = l->lanes_off + 4 * l->lane_stride;
+	long ps = page_size();
+	int fd;
+
+	LZ_NEED_DEV();
+	/* Straddling two areas, past the end, past a lane, huge. */
+	EXPECT_EQ(NULL, lz_map(self->rx, l->info_off, l->info_size + ps, PROT_READ));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, lz_map(self->rx, end, ps, PROT_READ));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, lz_map(self->rx, l->lanes_off, l->lane_size + ps, PROT_READ));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, lz_map(self->rx, (__u64)1 << 46, ps, PROT_READ));
+	EXPECT_EQ(EINVAL, errno);
+	/* A part of an area is fine. */
+	ASSERT_NE(NULL, lz_map(self->rx, l->lanes_off + ps, ps, PROT_READ));
+
+	/* An unbound fd has nothing to map. */
+	fd = lz_dev();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(NULL, lz_map(fd, 0, ps, PROT_READ));
+	EXPECT_EQ(EBADFD, errno);
+	close(fd);
+}
+
+static void *fault_target;
+
+static void store_target(void *arg)
+{
+	lz_store_u32(fault_target);
+}
+
+TEST_F(chan, forbidden_writes_fault)
+{
+	const struct lzchan_layout *l = &self->l;
+	void *info, *rx_ro, *lane_ro, *bell_ro;
+
+	LZ_NEED_DEV();
+	info = lz_map(self->tx, l->info_off, l->info_size, PROT_READ);
+	rx_ro = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
+	lane_ro = lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ);
+	bell_ro = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
+	ASSERT_NE(NULL, info);
+	ASSERT_NE(NULL, rx_ro);
+	ASSERT_NE(NULL, lane_ro);
+	ASSERT_NE(NULL, bell_ro);
+
+	fault_target = info;
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+	fault_target = rx_ro;		/* a sender writing the receiver's line */
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+	fault_target = (char *)lane_ro + l->lane_slots;	/* receiver into slots */
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+	fault_target = bell_ro;
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+
+	/* mprotect cannot upgrade any of them, nor make them executable. */
+	EXPECT_EQ(-1, mprotect(info, l->info_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, mprotect(rx_ro, l->rx_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, mprotect(lane_ro, l->lane_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, mprotect(bell_ro, l->bell_size, PROT_READ | PROT_EXEC));
+	EXPECT_EQ(EACCES, errno);
+	/* Growing a mapping is refused too. */
+	EXPECT_EQ(MAP_FAILED, mremap(info, l->info_size, l->info_size * 2, MREMAP_MAYMOVE));
+}
+
+/* What one role writes, the other sees: it is one memory. */
+TEST_F(chan, writes_are_shared)
+{
+	const struct lzchan_layout *l = &self->l;
+	volatile __u32 *tx_slot, *rx_slot, *rx_line, *tx_view;
+
+	LZ_NEED_DEV();
+	tx_slot = lz_map(self->tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE);
+	rx_slot = lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ);
+	rx_line = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
+	tx_view = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
+	ASSERT_NE(NULL, tx_slot);
+	ASSERT_NE(NULL, rx_slot);
+	ASSERT_NE(NULL, rx_line);
+	ASSERT_NE(NULL, tx_view);
+	tx_slot[l->lane_slots / 4] = 0xabcdef01;
+	EXPECT_EQ(0xabcdef01, rx_slot[l->lane_slots / 4]);
+	rx_line[0] = 1;		/* parked */
+	EXPECT_EQ(1, tx_view[0]);
+}
+
+/* The mapping outlives the fd and keeps the lane attached. */
+TEST_F(chan, mapping_survives_close)
+{
+	const struct lzchan_layout *l = &self->l;
+	struct lzchan_shm_lane *lanes;
+	volatile __u32 *slot;
+	void *info;
+	long ch;
+
+	LZ_NEED_DEV();
+	info = lz_map(self->rx, l->info_off, l->info_size, PROT_READ);
+	ASSERT_NE(NULL, info);
+	lanes = (void *)((char *)info + l->info_lanes);
+	slot = lz_map(self->tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, slot);
+	close(self->tx);
+	self->tx = -1;
+	ASSERT_EQ(0, lz_unlink(self->name));
+	self->name[0] = 0;
+	ch = lz_read_long(LZ_SYSFS "channels");
+
+	slot[0] = 42;
+	EXPECT_EQ(42, slot[0]);
+	EXPECT_EQ(LZCHAN_LANE_ATTACHED, LZCHAN_STATUS_STATE(lanes[0].status));
+	munmap((void *)slot, l->lane_size);
+	EXPECT_EQ(LZCHAN_STATUS(1, LZCHAN_LANE_CLOSED), lanes[0].status);
+
+	/* The receiver's fd closed too: only the mapping holds the channel. */
+	close(self->rx);
+	self->rx = -1;
+	EXPECT_EQ(ch, lz_read_long(LZ_SYSFS "channels"));
+	EXPECT_EQ(LZCHAN_SHM_MAGIC, ((struct lzchan_shm_hdr *)info)->magic);
+	munmap(info, l->info_size);
+	EXPECT_EQ(ch - 1, lz_read_long(LZ_SYSFS "channels"));
+}
+
+/* ---- NUMA placement ---- */
+
+static int node_of(void *p)
+{
+	void *pages[1] = { p };
+	int status[1] = { -1 };
+
+	if (syscall(SYS_move_pages, 0, 1UL, pages, NULL, status, 0))
+		return -errno;
+	return status[0];
+}
+
+static int nr_nodes(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}
+
+/* Every page of every area is on @node (as a receiver sees them). */
+static int all_on_node(int rx, int node, struct __test_metadata *_metadata)
+{
+	struct lzchan_info in;
+	const struct lzchan_layout *l = &in.layout;
+	long ps = page_size();
+	char *p;
+	__u64 off, total;
+	int bad = 0;
+
+	if (lz_info(rx, &in))
+		return -1;
+	total = in.stat.bytes;
+	for (off = 0; off < total; off += ps) {
+		__u64 area, size;
+
+		if (off < l->rx_off) {
+			area = l->info_off; size = l->info_size;
+		} else if (off < l->bell_off) {
+			area = l->rx_off; size = l->rx_size;
+		} else if (off < l->lanes_off) {
+			area = l->bell_off; size = l->bell_size;
+		} else {
+			area = l->lanes_off + (off - l->lanes_off) / l->lane_stride * l->lane_stride;
+			size = l->lane_size;
+			if (off >= area + size)
+				continue;
+		}
+		p = lz_map(rx, off, ps, PROT_READ);
+		if (!p)
+			return -1;
+		(void)*(volatile char *)p;
+		if (node_of(p) != node) {
+			TH_LOG("page at offset %llu (area %llu+%llu) on node %d",
+			       (unsigned long long)off, (unsigned long long)area,
+			       (unsigned long long)size, node_of(p));
+			bad++;
+		}
+		munmap(p, ps);
+	}
+	return bad;
+}
+
+TEST(placement_on_node1)
+{
+	const char *name = lz_name("node1");
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	long before;
+	int rx;
+
+	LZ_NEED_DEV();
+	if (nr_nodes() < 2)
+		SKIP(return, "needs two NUMA nodes");
+	before = lz_node_pages(1);
+	g.node = 1;
+	g.flags = LZCHAN_CREATE_NODE_STRICT;
+	g.slot_count = 1024;
+	ASSERT_EQ(0, lz_create(name, g));
+	rx = lz_open(name, LZCHAN_OPEN_RECEIVER, NULL);
+	ASSERT_LE(0, rx);
+	EXPECT_EQ(0, all_on_node(rx, 1, _metadata));
+	EXPECT_LT(before, lz_node_pages(1));
+	close(rx);
+	EXPECT_EQ(0, lz_unlink(name));
+	EXPECT_EQ(before, lz_node_pages(1));
+}
+
+/* LZCHAN_NODE_LOCAL: the node of the CPU that creates. */
+TEST(placement_local_node)
+{
+	const char *name = lz_name("local");
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	struct lzchan_info in;
+	cpu_set_t set, old;
+	int rx, cpu, node;
+
+	LZ_NEED_DEV();
+	if (nr_nodes() < 2)
+		SKIP(return, "needs two NUMA nodes");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(old), &old));
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	ASSERT_EQ(0, getcpu((unsigned int *)&cpu, (unsigned int *)&node));
+	ASSERT_EQ(1, cpu);
+	ASSERT_EQ(0, lz_create(name, g));
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(old), &old));
+	rx = lz_open(name, LZCHAN_OPEN_RECEIVER, NULL);
+	ASSERT_LE(0, rx);
+	ASSERT_EQ(0, lz_info(rx, &in));
+	EXPECT_EQ(node, in.stat.numa_node);
+	EXPECT_EQ(0, all_on_node(rx, node, _metadata));
+	close(rx);
+	EXPECT_EQ(0, lz_unlink(name));
+}
+
+static long node_free_bytes(int node)
+{
+	char path[96], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Node %*d MemFree: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/*
+ * A channel larger than node 1's free memory: strict placement fails with
+ * ENOMEM (and no OOM kill), preferred placement spills to the other node.
+ */
+TEST(placement_strict_vs_preferred)
+{
+	const char *name = lz_name("big");
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	long free1, old_max, old_user, n0, n1;
+	__u64 want;
+
+	LZ_NEED_DEV();
+	if (nr_nodes() < 2)
+		SKIP(return, "needs two NUMA nodes");
+	free1 = node_free_bytes(1);
+	ASSERT_LT(0, free1);
+	if (free1 > (1L << 31) || node_free_bytes(0) < free1 / 2)
+		SKIP(return, "node sizes unsuited (node 1 free %ld)", free1);
+	want = free1 + (64L << 20);
+	old_max = lz_read_long(LZ_PARAMS "max_channel_bytes");
+	old_user = lz_read_long(LZ_PARAMS "max_user_bytes");
+	ASSERT_EQ(0, lz_write_long(LZ_PARAMS "max_channel_bytes", 1L << 32));
+	ASSERT_EQ(0, lz_write_long(LZ_PARAMS "max_user_bytes", 1L << 33));
+
+	g.slot_size = 65536;
+	g.slot_count = 1024;	/* 64 MiB lanes */
+	g.max_senders = want / (64L << 20) + 1;
+	g.node = 1;
+	g.flags = LZCHAN_CREATE_NODE_STRICT;
+	EXPECT_EQ(-ENOMEM, lz_create(name, g));
+	n0 = lz_node_pages(0);
+	n1 = lz_node_pages(1);
+	g.flags = 0;
+	EXPECT_EQ(0, lz_create(name, g));
+	EXPECT_LT(n0, lz_node_pages(0));
+	EXPECT_LT(n1, lz_node_pages(1));
+	EXPECT_EQ(0, lz_unlink(name));
+	EXPECT_EQ(n0, lz_node_pages(0));
+	EXPECT_EQ(n1, lz_node_pages(1));
+
+	lz_write_long(LZ_PARAMS "max_channel_bytes", old_max);
+	lz_write_long(LZ_PARAMS "max_user_bytes", old_user);
+}
+
+TEST_HARNESS_MAIN
