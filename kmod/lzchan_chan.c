@@ -19,6 +19,7 @@
 #include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
+#include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/pid.h>
 #include <linux/sched/signal.h>
@@ -690,7 +691,9 @@ int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
 	struct lzchan_chan *chan = lzchan_file_chan(f);
 	struct eventfd_ctx *ev = NULL, *old;
 
-	if (!chan || f->role != LZCHAN_OPEN_RECEIVER)
+	if (!chan)
+		return -EBADFD;
+	if (f->role != LZCHAN_OPEN_RECEIVER)
 		return -EPERM;
 	if (fd != -1) {
 		ev = eventfd_ctx_fdget(fd);
@@ -711,7 +714,9 @@ int lzchan_chan_wake(struct lzchan_file *f)
 	struct lzchan_chan *chan = lzchan_file_chan(f);
 	int ret = 0;
 
-	if (!chan || f->role != LZCHAN_OPEN_SENDER)
+	if (!chan)
+		return -EBADFD;
+	if (f->role != LZCHAN_OPEN_SENDER)
 		return -EPERM;
 	atomic64_inc(&chan->wake_requests);
 	spin_lock(&chan->evlock);
@@ -755,7 +760,8 @@ int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
 			p->gid = from_kgid_munged(uns, chan->rx_egid);
 		}
 	} else {
-		struct lzchan_lane *l = &chan->lanes[p->lane];
+		struct lzchan_lane *l =
+			&chan->lanes[array_index_nospec(p->lane, chan->max_senders)];
 
 		if (l->state != LZCHAN_LANE_ATTACHED) {
 			ret = -ENOTCONN;

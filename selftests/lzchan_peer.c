@@ -114,7 +114,7 @@ TEST(sender_killed_wakes_receiver)
 TEST(wake_without_and_with_eventfd)
 {
 	struct chan c;
-	int efd, tx;
+	int efd, tx, unbound;
 	__u64 cnt;
 
 	LZ_NEED_DEV();
@@ -145,6 +145,12 @@ TEST(wake_without_and_with_eventfd)
 	EXPECT_EQ(EPERM, errno);
 	EXPECT_EQ(-EBADF, set_eventfd(c.rx, 9999));
 	EXPECT_EQ(-EINVAL, set_eventfd(c.rx, tx));	/* not an eventfd */
+	unbound = lz_dev();
+	ASSERT_LE(0, unbound);
+	EXPECT_EQ(-EBADFD, set_eventfd(unbound, efd));
+	EXPECT_EQ(-1, ioctl(unbound, LZCHAN_IOC_WAKE));
+	EXPECT_EQ(EBADFD, errno);
+	close(unbound);
 	close(efd);
 	close(tx);
 	chan_teardown(&c);

@@ -226,7 +226,8 @@ struct lzchan_list {
 /*
  * LZCHAN_IOC_SET_EVENTFD (receiver fd): the eventfd that LZCHAN_IOC_WAKE
  * and peer deaths signal; -1 removes it.
- * Errors: EPERM (not the receiver), EBADF/EINVAL (not an eventfd).
+ * Errors: EBADFD (fd not bound), EPERM (a sender's fd), EBADF (no such
+ * fd), EINVAL (not an eventfd).
  */
 struct lzchan_set_eventfd {
 	__u32 size;
@@ -241,7 +242,8 @@ struct lzchan_set_eventfd {
  * A sender calls it only after seeing the receiver parked (see the
  * protocol in Documentation); with no eventfd registered it does nothing.
  * Returns 1 if an eventfd was signalled, 0 if none is registered.
- * Errors: EPERM (not a sender), EPIPE (the receiver is gone).
+ * Errors: EBADFD (fd not bound), EPERM (the receiver's fd), EPIPE (no
+ * receiver attached).
  */
 
 /*
@@ -249,8 +251,8 @@ struct lzchan_set_eventfd {
  * the sender opened (pid, euid, egid), translated into the caller's pid and
  * user namespaces (pid 0: not visible there).  @lane LZCHAN_LANE_NONE asks
  * for the receiver.  A sender may ask about its own lane and the receiver.
- * Errors: EINVAL (lane out of range), EPERM (another sender's lane),
- * ENOTCONN (nobody attached there now).
+ * Errors: EBADFD (fd not bound), EINVAL (lane out of range), EPERM
+ * (another sender's lane), ENOTCONN (nobody attached there now).
  */
 struct lzchan_peer {
 	__u32 size;
