@@ -5,6 +5,8 @@
  * uid -> EDQUOT; memory is uncharged when channels go.
  */
 #include <grp.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "lzchan_test.h"
@@ -133,6 +135,82 @@ TEST(max_user_bytes)
 	EXPECT_EQ(0, lz_unlink(n.b));
 	EXPECT_EQ(0, lz_unlink(n.c));
 	EXPECT_EQ(0, lz_unlink(probe));
+}
+
+/* ---- memory cgroup ---- */
+
+#define CG	"/sys/fs/cgroup"
+#define CGT	CG "/lzchan-test"
+
+static int cg_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), n = strlen(text), ok;
+
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, text, n) == n;
+	close(fd);
+	return ok ? 0 : -errno;
+}
+
+/* In the test cgroup: the channel's pages are charged to it; over its
+ * memory.max the create fails with ENOMEM and nobody is OOM-killed. */
+static int in_cgroup(const char *name, const char *name2)
+{
+	char pid[32];
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	long before, after;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (cg_write(CGT "/cgroup.procs", pid))
+		return 1;
+	g.slot_size = 4096;
+	g.slot_count = 256;		/* 4 lanes of 1 MiB */
+	before = lz_read_long(CGT "/memory.current");
+	if (lz_create(name, g))
+		return 2;
+	after = lz_read_long(CGT "/memory.current");
+	if (after - before < 4L << 20)
+		return 3;
+	snprintf(pid, sizeof(pid), "%ld", after + (1L << 20));
+	if (cg_write(CGT "/memory.max", pid))
+		return 4;
+	if (lz_create(name2, g) != -ENOMEM)
+		return 5;
+	if (lz_unlink(name))
+		return 6;
+	if (lz_read_long(CGT "/memory.current") > after - (4L << 20))
+		return 7;
+	return 0;
+}
+
+TEST(memcg_charged_and_limited)
+{
+	const char *name = lz_name("memcg"), *name2 = lz_name("memcg");
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	LZ_NEED_DEV();
+	if (stat(CG "/cgroup.controllers", &st)) {
+		mkdir(CG, 0755);
+		if (mount("cgroup2", CG, "cgroup2", 0, NULL))
+			SKIP(return, "no cgroup2 here");
+	}
+	if (cg_write(CG "/cgroup.subtree_control", "+memory"))
+		SKIP(return, "memory controller unavailable");
+	rmdir(CGT);
+	ASSERT_EQ(0, mkdir(CGT, 0755));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(in_cgroup(name, name2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child killed by signal %d", WTERMSIG(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	lz_unlink(name);
+	lz_unlink(name2);
+	EXPECT_EQ(0, rmdir(CGT));
 }
 
 TEST_HARNESS_MAIN
