@@ -16,6 +16,7 @@
 #include <linux/eventfd.h>
 #include <linux/gfp.h>
 #include <linux/hashtable.h>
+#include <linux/highmem.h>
 #include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
@@ -205,6 +206,8 @@ static void lzchan_chan_free_pages(struct lzchan_chan *chan)
 		vunmap(chan->krx);
 	if (chan->kinfo)
 		vunmap(chan->kinfo);
+	if (!chan->pages)
+		return;
 	for (i = 0; i < chan->npages && chan->pages[i]; i++) {
 		lzchan_pages_account(page_to_nid(chan->pages[i]), -1);
 		__free_page(chan->pages[i]);
@@ -224,7 +227,7 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 
 	chan->npages = bytes >> PAGE_SHIFT;
 	chan->pages = kvcalloc(chan->npages, sizeof(*chan->pages),
-			       GFP_KERNEL_ACCOUNT);
+			       GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	if (!chan->pages)
 		return -ENOMEM;
 	for (i = 0; i < chan->npages; i++) {
@@ -346,12 +349,13 @@ int lzchan_chan_create(struct lzchan_create *c)
 		return -ENOMEM;
 	}
 	chan->lanes = kcalloc(chan->max_senders, sizeof(*chan->lanes),
-			      GFP_KERNEL_ACCOUNT);
+			      GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	if (!chan->lanes) {
 		kfree(chan);
 		return -ENOMEM;
 	}
 
+	/* Under the lock: the name, the limits, and a reservation of both. */
 	mutex_lock(&lzchan_lock);
 	lzchan_ns_reap();
 	old = lzchan_chan_lookup(c->name);
@@ -373,24 +377,36 @@ int lzchan_chan_create(struct lzchan_create *c)
 	chan->ns = lzchan_ns_current_get();
 	if (!chan->ns)
 		goto out_uncharge;
-	ret = lzchan_chan_alloc_pages(chan, bytes);
-	if (ret)
-		goto out_free_pages;
-
 	lzchan_nr_channels++;
+	mutex_unlock(&lzchan_lock);
+
+	/* The allocation (possibly long: reclaim) holds no lock. */
+	ret = lzchan_chan_alloc_pages(chan, bytes);
+
+	mutex_lock(&lzchan_lock);
+	if (ret)
+		goto out_unreserve;
+	/* Someone may have taken the name meanwhile. */
+	old = lzchan_chan_lookup(c->name);
+	if (old) {
+		ret = (c->flags & LZCHAN_CREATE_EXCL) ? -EEXIST : 0;
+		c->created = 0;
+		goto out_unreserve;
+	}
 	chan->linked = true;
 	hash_add(lzchan_names, &chan->hnode, lzchan_name_hash(chan->ns, chan->name));
 	mutex_unlock(&lzchan_lock);
 	c->created = 1;
 	return 0;
 
-out_free_pages:
-	lzchan_chan_free_pages(chan);
+out_unreserve:
+	lzchan_nr_channels--;
 	lzchan_ns_put(chan->ns);
 out_uncharge:
 	lzchan_user_uncharge(chan->cuid, bytes);
 out_unlock_free:
 	mutex_unlock(&lzchan_lock);
+	lzchan_chan_free_pages(chan);
 	kfree(chan->lanes);
 	kfree(chan);
 	return ret;
@@ -516,7 +532,16 @@ static bool lzchan_lane_reusable(struct lzchan_chan *chan, u32 i)
 
 static void lzchan_lane_scrub(struct lzchan_chan *chan, u32 i)
 {
+	u64 first = (chan->layout.lanes_off + i * chan->layout.lane_stride) >> PAGE_SHIFT;
+	u64 p, npages = chan->layout.lane_size >> PAGE_SHIFT;
 	u32 s;
+
+	/* Nothing of the old sender -- payload, statistics -- reaches the
+	 * new one, who may have other credentials. */
+	for (p = 0; p < npages; p++) {
+		clear_highpage(chan->pages[first + p]);
+		cond_resched();
+	}
 
 	/* seq = s is "not ready" for every position p = s + k * slot_count,
 	 * which expects p + 1: slot_count is a power of two, so p + 1 and s

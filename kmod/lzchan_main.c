@@ -189,10 +189,12 @@ static long lzchan_ioctl(struct file *file, unsigned int cmd,
 	    _IOC_SIZE(cmd) != 0)
 		return -ENOTTY;
 	nr = _IOC_NR(cmd);
-	if (nr >= ARRAY_SIZE(lzchan_ioctl_ops) || !lzchan_ioctl_ops[nr].execute)
+	if (nr >= ARRAY_SIZE(lzchan_ioctl_ops))
 		return -ENOTTY;
 	nr = array_index_nospec(nr, ARRAY_SIZE(lzchan_ioctl_ops));
 	op = &lzchan_ioctl_ops[nr];
+	if (!op->execute)
+		return -ENOTTY;
 
 	if (!op->size)
 		return op->execute(f, NULL);
@@ -201,6 +203,9 @@ static long lzchan_ioctl(struct file *file, unsigned int cmd,
 		return -EFAULT;
 	if (usize < op->min_size)
 		return -EINVAL;
+	/* Bound the zero-check of a "newer" caller's tail, as openat2 does. */
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
 
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
@@ -309,6 +314,15 @@ static struct miscdevice lzchan_misc = {
 static int __init lzchan_init(void)
 {
 	int ret;
+
+	/* The same layout for 32- and 64-bit callers (compat_ptr_ioctl). */
+	BUILD_BUG_ON(sizeof(struct lzchan_chan_stat) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_chan_stat, bytes) % 8);
+	BUILD_BUG_ON(sizeof(struct lzchan_info) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_info, layout) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_create, reserved) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_open, reserved) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_peer, reserved) % 8);
 
 	ret = misc_register(&lzchan_misc);
 	if (ret) {

@@ -51,7 +51,8 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!chan)
 		return -EBADFD;
-	if (!(vma->vm_flags & VM_SHARED))
+	/* VM_MAYSHARE: a MAP_SHARED mapping of an O_RDONLY fd lacks VM_SHARED. */
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
@@ -87,7 +88,14 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 		vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	vm_flags_clear(vma, VM_MAYEXEC);
-	vm_flags_set(vma, VM_DONTEXPAND);
+	/*
+	 * VM_IO: no get_user_pages() on channel memory.  A pin (O_DIRECT, a
+	 * FUSE direct_io read) would let a departed sender write into its old
+	 * lane after a new sender, with other credentials, took it over.  It
+	 * also keeps NUMA balancing from migrating or hinting-faulting pages
+	 * placed on purpose.
+	 */
+	vm_flags_set(vma, VM_DONTEXPAND | VM_IO);
 	vma->vm_ops = &lzchan_vm_ops;
 	return 0;
 }

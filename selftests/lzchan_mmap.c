@@ -280,6 +280,43 @@ TEST_F(chan, mapping_survives_close)
 	EXPECT_EQ(ch - 1, lz_read_long(LZ_SYSFS "channels"));
 }
 
+/* A read-only fd may map what the role may read. */
+TEST_F(chan, map_shared_from_readonly_fd)
+{
+	struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER };
+	void *p;
+	int fd;
+
+	LZ_NEED_DEV();
+	fd = open(LZCHAN_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	lz_setname(o.name, self->name);
+	ASSERT_EQ(0, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	p = lz_map(fd, self->l.info_off, self->l.info_size, PROT_READ);
+	ASSERT_NE(NULL, p) TH_LOG("mmap: %s", strerror(errno));
+	EXPECT_EQ(LZCHAN_SHM_MAGIC, ((struct lzchan_shm_hdr *)p)->magic);
+	munmap(p, self->l.info_size);
+	close(fd);
+}
+
+/* No get_user_pages() on channel memory: a pin could outlive the lane. */
+TEST_F(chan, no_page_pinning)
+{
+	char buf[64];
+	void *p;
+	int fd;
+
+	LZ_NEED_DEV();
+	p = lz_map(self->tx, self->l.lanes_off, self->l.lane_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	((volatile char *)p)[0] = 1;
+	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, pread(fd, buf, sizeof(buf), (off_t)(uintptr_t)p));
+	close(fd);
+	munmap(p, self->l.lane_size);
+}
+
 /* ---- NUMA placement ---- */
 
 static int node_of(void *p)

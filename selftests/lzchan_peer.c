@@ -326,6 +326,7 @@ TEST(closed_lane_with_messages)
 	ASSERT_NE(NULL, lane);
 	/* Publish position 0, and forge position 5 ahead of time. */
 	slot = (void *)(lane + c.l.lane_slots);
+	memset((char *)slot + 8, 'S', 56);	/* the old sender's payload */
 	slot->len = 4;
 	slot->seq = 1;
 	((volatile struct lzchan_slot_hdr *)(lane + c.l.lane_slots + 5 * 64))->seq = 6;
@@ -354,6 +355,9 @@ TEST(closed_lane_with_messages)
 		EXPECT_NE(l + 1, rx_slot->seq);
 		EXPECT_NE(l + 65, rx_slot->seq);
 	}
+	/* ... and none of its payload reaches the new sender. */
+	EXPECT_EQ(0, lane[c.l.lane_slots + 8]);
+	EXPECT_EQ(0, lane[c.l.lane_slots + 63]);
 	munmap(lane, c.l.lane_size);
 	munmap(rxarea, c.l.rx_size);
 	close(tx);

@@ -154,6 +154,7 @@ struct lzchan_chan_stat {
 	__u32 senders;			/* lanes attached now */
 	__u32 receiver;			/* 1 while a receiver is attached */
 	__u32 rx_parked;		/* the receiver's park word, as read */
+	__u32 reserved0;		/* 0; keeps the u64s 8-aligned on i386 */
 	__u64 bytes;			/* memory of the channel */
 	__u64 sender_attaches;		/* counters since creation */
 	__u64 peer_deaths;
