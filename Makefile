@@ -28,7 +28,7 @@ LZ_CPPFLAGS	:= -D_GNU_SOURCE -I$(CURDIR)/libchan -I$(CURDIR)/kmod/uapi $(CPPFLAG
 export CC AR LZ_CFLAGS LZ_CPPFLAGS
 
 LIB_SRCS	:= $(wildcard libchan/*.c)
-LIB_HDRS	:= libchan/lzchan.h kmod/uapi/linux/lzchan.h
+LIB_HDRS	:= libchan/lzchan.h libchan/lzchan_internal.h kmod/uapi/linux/lzchan.h
 LIB_A		:= libchan/liblzchan.a
 LIB_SO		:= libchan/$(SONAME)
 TOOLS		:= tools/lzchan

@@ -2,17 +2,32 @@
 /*
  * liblzchan: shared-memory message channels between processes.
  *
- * Every function returns 0 (or a count) on success and a negative errno on
- * failure; errno itself is never the error channel.  Setup and anything that
- * makes a system call is a library call; the per-message paths (added with
- * the ring) are static inline in this header.
+ * A channel has one receiver and up to max_senders senders.  Each sender
+ * owns a lane, a single-producer ring in shared memory; sending and
+ * receiving touch only that memory (no system call and no locked
+ * instruction per message while the receiver is awake).  A receiver that
+ * finds nothing to do spins a while, then parks; only then does a sender
+ * make a system call, once, to wake it.
  *
- * Threads: a channel handle belongs to one thread at a time.  Many threads
- * sending to one receiver each open their own sender handle (their own
- * lane); there is no lock inside the library to share one handle.
+ * Backends: /dev/lzchan (the lzchan kernel module) when it is there, else
+ * named shared memory in /dev/shm with futex wakeups.  LZCHAN_BACKEND=dev,
+ * shm or auto (the default) in the environment forces one.
+ *
+ * Conventions: every function returns 0 (or a count or length) on success
+ * and a negative errno on failure; errno itself is never the error channel.
+ * No global state: any number of channels may be open in one process.
+ *
+ * Threads: a handle belongs to one thread at a time; the library takes no
+ * lock.  Many threads sending to one receiver each open their own sender
+ * handle, hence their own lane -- per-thread endpoints, never a shared one
+ * behind a lock.  The receiver's handle is likewise one thread's.
  */
 #ifndef LZCHAN_H
 #define LZCHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
 
 #include <linux/lzchan.h>
 
@@ -26,6 +41,157 @@ extern "C" {
 /* Version of the library actually linked (may differ from the header's). */
 int lzchan_version_major(void);
 int lzchan_version_minor(void);
+
+struct lzchan;
+
+/* lzchan_open() flags: exactly one role, plus creation flags. */
+#define LZCHAN_RECEIVER		(1U << 0)
+#define LZCHAN_SENDER		(1U << 1)
+#define LZCHAN_CREATE		(1U << 2)	/* create the channel if absent */
+#define LZCHAN_EXCL		(1U << 3)	/* with CREATE: fail if it exists */
+
+/* Channel options, for creation (and the receiver's tunables). */
+struct lzchan_opts {
+	uint32_t slot_size;	/* bytes per slot, multiple of 64 (default 64) */
+	uint32_t slot_count;	/* slots per lane, power of two (default 1024) */
+	uint32_t max_senders;	/* lanes (default 16) */
+	int32_t numa_node;	/* node, or LZCHAN_NODE_LOCAL (default) */
+	uint32_t mode;		/* permission bits (default 0600) */
+	uint32_t node_strict;	/* 1: pages only from numa_node */
+	uint32_t spin_ns;	/* receiver: spin this long before parking
+				 * (default 50 us; 0 parks at once) */
+	uint32_t publish_every;	/* receiver: publish its position every this
+				 * many slots (default slot_count / 4) */
+};
+
+/* Fill @o with the defaults above. */
+void lzchan_opts_init(struct lzchan_opts *o);
+
+/*
+ * Open channel @name as receiver or sender (@flags), creating it first
+ * with LZCHAN_CREATE (geometry from @opts, or defaults when NULL).
+ * Errors: -ENOENT (no such channel), -EEXIST (CREATE|EXCL and it exists),
+ * -EBUSY (a receiver is attached), -EUSERS (no free lane), -EACCES, -EINVAL,
+ * -ENOMEM, and the backend's errors (see the man pages).
+ */
+int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
+		const struct lzchan_opts *opts);
+
+/* Close: a sender's lane ends (the receiver drains it, then sees
+ * end-of-stream); a receiver's departure makes senders' calls fail with
+ * -EPIPE.  Messages already in the ring stay there. */
+void lzchan_close(struct lzchan *ch);
+
+/* Remove the name; open handles keep working. */
+int lzchan_unlink(const char *name);
+
+enum lzchan_backend {
+	LZCHAN_BACKEND_DEV = 1,		/* /dev/lzchan */
+	LZCHAN_BACKEND_SHM = 2,		/* /dev/shm + futex */
+};
+
+struct lzchan_geom {
+	uint32_t slot_size;
+	uint32_t slot_count;
+	uint32_t max_senders;
+	uint32_t max_msg;	/* largest message, bytes */
+	uint32_t lane;		/* sender: its lane; receiver: LZCHAN_LANE_NONE */
+	uint32_t backend;	/* enum lzchan_backend */
+	int32_t numa_node;	/* node the memory was asked from */
+	uint32_t reserved;
+};
+
+int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g);
+const char *lzchan_backend_name(const struct lzchan *ch);
+
+/* ---- sending ---- */
+
+/*
+ * Copy @len bytes as one message.  0, or -EAGAIN (ring full), -EMSGSIZE
+ * (len > max_msg), -EPIPE (the receiver is gone), -EBADF (not a sender).
+ */
+int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
+
+/* As lzchan_send, waiting for room up to @timeout_ns (-1: forever):
+ * -ETIMEDOUT when it runs out. */
+int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
+		     int64_t timeout_ns);
+
+/* Send @n messages, one per iovec; returns how many were sent (the first
+ * failure stops the batch), or a negative errno if none was. */
+int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n);
+
+/*
+ * Zero copy: reserve room for a message of up to @len bytes and get where
+ * to write it; then lzchan_commit() with the actual length (<= @len)
+ * publishes it.  Nothing else may be sent in between.
+ */
+int lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
+int lzchan_commit(struct lzchan *ch, size_t len);
+
+/* ---- receiving ---- */
+
+/*
+ * A message in place, valid until released.  A sender can overwrite its own
+ * lane's memory at any time: copy what must not change under you.
+ */
+struct lzchan_msg {
+	const void *data;
+	uint32_t len;
+	uint32_t lane;
+	uint32_t __end;		/* private */
+	uint32_t __gen;		/* private */
+};
+
+/*
+ * Receive one message, copied into @buf, from any lane (lzchan_recv) or
+ * from @lane (lzchan_recv_lane).  Returns its length, or:
+ *   -EAGAIN     nothing there now;
+ *   -EPIPE      end of stream: *lane's sender is gone and everything it
+ *               sent was received (reported once per sender);
+ *   -EMSGSIZE   the message is longer than @cap (left in place; *lane set);
+ *   -EBADMSG    the lane holds something that is not a valid message (its
+ *               sender wrote garbage); that lane is abandoned;
+ *   -EBADF      not a receiver.
+ */
+int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
+int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap);
+
+/* As lzchan_recv, blocking: spin for the spin time, then park until a
+ * message comes or @timeout_ns passes (-1: forever; -ETIMEDOUT). */
+int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
+		     int64_t timeout_ns);
+
+/*
+ * Zero copy: the next message (any lane, or one lane) without copying; the
+ * same errors as lzchan_recv.  Release it (and with it every earlier
+ * message of its lane) with lzchan_release().  Until then, peeking again
+ * returns the messages after it in the same lane.
+ */
+int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
+int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m);
+void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
+
+/* Up to @n messages from one lane, in place; returns how many (then
+ * release the last), or an error as lzchan_peek. */
+int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
+
+/* ---- event loops ---- */
+
+/*
+ * A file descriptor that becomes readable when the receiver should look
+ * at the channel, for epoll/poll/io_uring.  Before waiting on it call
+ * lzchan_arm(): 0 means armed (wait), -EAGAIN means messages are waiting
+ * (receive them first).  Receiving disarms.
+ * Errors: -EOPNOTSUPP on the shm backend, -EBADF for a sender.
+ */
+int lzchan_event_fd(struct lzchan *ch);
+int lzchan_arm(struct lzchan *ch);
+
+/* Who is on @lane (LZCHAN_LANE_NONE: the receiver), as the kernel saw it.
+ * -EOPNOTSUPP on the shm backend, -ENOTCONN when nobody is there. */
+int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
+		uint32_t *gid);
 
 /*
  * Ask the loaded kernel module what it supports.

@@ -1,12 +1,48 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-/* Library calls that talk to /dev/lzchan. */
+/*
+ * Opening and closing channels on both backends.
+ *
+ * dev: /dev/lzchan creates the memory and maps each area with the
+ *      protections of our role (see Documentation/userspace-api/lzchan.rst).
+ * shm: a file /dev/shm/lzchan.<name> holding a small header page (the
+ *      geometry and layout) followed by the same layout the module uses.
+ *      Ownership is kept with open-file-description locks on bytes far past
+ *      the end of the file: the receiver holds byte LOCK_BASE, the sender
+ *      of lane i byte LOCK_BASE + 1 + i.  The kernel drops them when the
+ *      holder dies, which is how peers' deaths are seen without a module.
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "lzchan.h"
+#include "lzchan_internal.h"
+
+#define LOCK_BASE		(1LL << 40)
+#define SHM_FILE_MAGIC		0x6c7a6366U	/* "lzcf" */
+#define SHM_FILE_VERSION	1
+
+/* The shm backend's header page; the channel area follows it. */
+struct __lzchan_shm_file {
+	uint32_t magic;		/* stored last, with release order */
+	uint32_t version;
+	uint32_t page_size;
+	uint32_t slot_size;
+	uint32_t slot_count;
+	uint32_t max_senders;
+	int32_t numa_node;
+	uint32_t pad;
+	struct lzchan_layout layout;
+};
 
 int lzchan_version_major(void)
 {
@@ -18,11 +54,732 @@ int lzchan_version_minor(void)
 	return LZCHAN_VERSION_MINOR;
 }
 
-static int __lzchan_dev_open(void)
+void lzchan_opts_init(struct lzchan_opts *o)
 {
-	int fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	memset(o, 0, sizeof(*o));
+	o->slot_size = 64;
+	o->slot_count = 1024;
+	o->max_senders = 16;
+	o->numa_node = LZCHAN_NODE_LOCAL;
+	o->mode = 0600;
+	o->spin_ns = 50000;
+}
 
-	return fd < 0 ? -errno : fd;
+/* The same rule as the module's (see the UAPI header). */
+int __lzchan_name_check(const char *name)
+{
+	size_t len, i;
+
+	if (!name)
+		return -EINVAL;
+	len = strnlen(name, LZCHAN_NAME_SIZE);
+	if (len == LZCHAN_NAME_SIZE)
+		return -ENAMETOOLONG;
+	if (!len)
+		return -EINVAL;
+	for (i = 0; i < len; i++)
+		if (name[i] < '!' || name[i] > '~' || name[i] == '/')
+			return -EINVAL;
+	return 0;
+}
+
+static int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
+			       uint32_t max_senders)
+{
+	if (slot_size < LZCHAN_SLOT_SIZE_MIN || slot_size > LZCHAN_SLOT_SIZE_MAX ||
+	    slot_size % LZCHAN_CACHELINE || (slot_size & (slot_size - 1)))
+		return -EINVAL;
+	if (slot_count < LZCHAN_SLOT_COUNT_MIN || slot_count > LZCHAN_SLOT_COUNT_MAX ||
+	    (slot_count & (slot_count - 1)))
+		return -EINVAL;
+	if (!max_senders || max_senders > LZCHAN_SENDERS_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
+			      uint32_t slot_count, uint32_t max_senders)
+{
+	ch->slot_size = slot_size;
+	ch->slot_shift = __builtin_ctz(slot_size);
+	ch->slot_count = slot_count;
+	ch->mask = slot_count - 1;
+	ch->max_senders = max_senders;
+	/* One slot is kept free for the "not ready" marker (lzchan_ring.c). */
+	ch->max_msg = (slot_count - 1) * slot_size - sizeof(struct lzchan_slot_hdr);
+}
+
+enum { BACKEND_AUTO, BACKEND_FORCE_DEV, BACKEND_FORCE_SHM };
+
+static int __lzchan_backend_env(void)
+{
+	const char *e = getenv("LZCHAN_BACKEND");
+
+	if (!e || !*e || !strcmp(e, "auto"))
+		return BACKEND_AUTO;
+	if (!strcmp(e, "dev"))
+		return BACKEND_FORCE_DEV;
+	if (!strcmp(e, "shm"))
+		return BACKEND_FORCE_SHM;
+	return -EINVAL;
+}
+
+/*
+ * Which backend: the device if it exists (an existing device we may not
+ * open is an error, not a reason to use another namespace of names), else
+ * shared memory.  Returns the open device fd, or -ENOENT meaning "shm".
+ */
+static int __lzchan_pick(void)
+{
+	int mode = __lzchan_backend_env(), fd;
+
+	if (mode < 0)
+		return mode;
+	if (mode == BACKEND_FORCE_SHM)
+		return -ENOENT;
+	fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT && mode == BACKEND_AUTO)
+		return -ENOENT;
+	if (errno == ENOENT)
+		return -ENODEV;		/* forced, but no module loaded */
+	return -errno;
+}
+
+static int __lzchan_shm_path(char *buf, size_t len, const char *name)
+{
+	const char *dir = getenv("LZCHAN_SHM_DIR");
+
+	if (!dir || !*dir)
+		dir = "/dev/shm";
+	if ((size_t)snprintf(buf, len, "%s/lzchan.%s", dir, name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ---- the mappings ---- */
+
+static void *__lzchan_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, ch->fd, off);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	ch->maps[ch->nmaps] = p;
+	ch->map_lens[ch->nmaps++] = len;
+	return p;
+}
+
+/* Point the handle's area pointers at a channel area starting at @base
+ * (shm: one mapping) -- or map each area (dev: @base NULL). */
+static int __lzchan_map_areas(struct lzchan *ch, char *base)
+{
+	const struct lzchan_layout *l = &ch->layout;
+	bool rx = ch->role == LZCHAN_RECEIVER;
+	char *info, *rxa, *bell;
+	uint32_t i;
+
+	if (base) {
+		info = base + l->info_off;
+		rxa = base + l->rx_off;
+		bell = base + l->bell_off;
+	} else {
+		ch->maps = calloc(ch->max_senders + 4, sizeof(*ch->maps));
+		ch->map_lens = calloc(ch->max_senders + 4, sizeof(*ch->map_lens));
+		if (!ch->maps || !ch->map_lens)
+			return -ENOMEM;
+		info = __lzchan_map(ch, l->info_off, l->info_size, PROT_READ);
+		rxa = __lzchan_map(ch, l->rx_off, l->rx_size,
+				   rx ? PROT_READ | PROT_WRITE : PROT_READ);
+		bell = __lzchan_map(ch, l->bell_off, l->bell_size,
+				    rx ? PROT_READ : PROT_READ | PROT_WRITE);
+		if (!info || !rxa || !bell)
+			return -errno;
+	}
+	ch->hdr = (struct lzchan_shm_hdr *)info;
+	ch->lane_info = (struct lzchan_shm_lane *)(info + l->info_lanes);
+	ch->rx = (struct lzchan_shm_rx *)rxa;
+	ch->rx_lanes = rxa + l->rx_lanes;
+	ch->bell = (uint64_t *)bell;
+	ch->bell_words = (ch->max_senders + 63) / 64;
+
+	if (rx) {
+		ch->lanes = calloc(ch->max_senders, sizeof(*ch->lanes));
+		ch->active = calloc(ch->max_senders, sizeof(*ch->active));
+		ch->bell_seen = calloc(ch->bell_words, sizeof(*ch->bell_seen));
+		if (!ch->lanes || !ch->active || !ch->bell_seen)
+			return -ENOMEM;
+		for (i = 0; i < ch->max_senders; i++) {
+			char *lane = base ? base + l->lanes_off + i * l->lane_stride :
+				     __lzchan_map(ch, l->lanes_off + i * l->lane_stride,
+						  l->lane_size, PROT_READ);
+
+			if (!lane)
+				return -errno;
+			ch->lanes[i].slots = lane + l->lane_slots;
+			ch->lanes[i].rxl = (struct lzchan_shm_rx_lane *)
+				(ch->rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE);
+			ch->lanes[i].info = &ch->lane_info[i];
+		}
+	} else if (!base) {
+		/* dev: the module chose our lane at OPEN.  (shm: the lane is
+		 * claimed after mapping; __lzchan_shm_open() points at it.) */
+		char *lane = __lzchan_map(ch, l->lanes_off + ch->lane * l->lane_stride,
+					  l->lane_size, PROT_READ | PROT_WRITE);
+
+		if (!lane)
+			return -errno;
+		ch->tx = (struct lzchan_shm_tx *)lane;
+		ch->slots = lane + l->lane_slots;
+		ch->my_rxl = (struct lzchan_shm_rx_lane *)
+			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
+		ch->cont = calloc((ch->slot_count + 7) / 8, 1);
+		if (!ch->cont)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- dev backend ---- */
+
+static int __lzchan_dev_open(struct lzchan *ch, const char *name,
+			     unsigned int flags, const struct lzchan_opts *o)
+{
+	struct lzchan_open op = { .size = sizeof(op) };
+	struct lzchan_info in = { .size = sizeof(in) };
+	int ret;
+
+	ch->backend = LZCHAN_BACKEND_DEV;
+	if (flags & LZCHAN_CREATE) {
+		struct lzchan_create c = {
+			.size = sizeof(c),
+			.flags = ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
+				 (o->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0),
+			.slot_size = o->slot_size,
+			.slot_count = o->slot_count,
+			.max_senders = o->max_senders,
+			.numa_node = o->numa_node,
+			.mode = o->mode,
+		};
+
+		memcpy(c.name, name, strlen(name) + 1);
+		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0)
+			return -errno;
+	}
+	memcpy(op.name, name, strlen(name) + 1);
+	op.flags = ch->role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER : LZCHAN_OPEN_SENDER;
+	if (ioctl(ch->fd, LZCHAN_IOC_OPEN, &op) < 0)
+		return -errno;
+	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
+		return -errno;
+	ch->lane = op.lane;
+	ch->layout = in.layout;
+	ch->numa_node = in.stat.numa_node;
+	__lzchan_set_geom(ch, in.stat.slot_size, in.stat.slot_count, in.stat.max_senders);
+	ret = __lzchan_map_areas(ch, NULL);
+	if (ret)
+		return ret;
+
+	if (ch->role == LZCHAN_RECEIVER) {
+		struct lzchan_set_eventfd e = { .size = sizeof(e) };
+
+		ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (ch->evfd < 0)
+			return -errno;
+		e.fd = ch->evfd;
+		if (ioctl(ch->fd, LZCHAN_IOC_SET_EVENTFD, &e) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ---- shm backend ---- */
+
+static void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
+				uint32_t slot_count, uint32_t max_senders, uint64_t page)
+{
+	uint64_t lane;
+
+#define PG(x) (((x) + page - 1) / page * page)
+	memset(l, 0, sizeof(*l));
+	l->info_lanes = sizeof(struct lzchan_shm_hdr);
+	l->rx_lanes = LZCHAN_CTRL_STRIDE;
+	l->lane_slots = sizeof(struct lzchan_shm_tx);
+	l->info_off = 0;
+	l->info_size = PG(l->info_lanes + (uint64_t)max_senders * sizeof(struct lzchan_shm_lane));
+	l->rx_off = l->info_size;
+	l->rx_size = PG(l->rx_lanes + (uint64_t)max_senders * LZCHAN_CTRL_STRIDE);
+	l->bell_off = l->rx_off + l->rx_size;
+	l->bell_size = PG((max_senders + 63) / 64 * 8);
+	l->lanes_off = l->bell_off + l->bell_size;
+	lane = PG(l->lane_slots + (uint64_t)slot_count * slot_size);
+	l->lane_stride = lane;
+	l->lane_size = lane;
+#undef PG
+}
+
+static int __lzchan_lock(int fd, int64_t byte)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
+	};
+
+	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+static int __lzchan_unlock(int fd, int64_t byte)
+{
+	struct flock fl = {
+		.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
+	};
+
+	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+/* 1 if another open file description holds @byte, 0 if none, -errno. */
+static int __lzchan_locked(int fd, int64_t byte)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
+	};
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+		return -errno;
+	return fl.l_type != F_UNLCK;
+}
+
+int __lzchan_shm_lane_alive(struct lzchan *ch, uint32_t lane)
+{
+	return __lzchan_locked(ch->fd, LOCK_BASE + 1 + lane);
+}
+
+int __lzchan_shm_rx_alive(struct lzchan *ch)
+{
+	return __lzchan_locked(ch->fd, LOCK_BASE);
+}
+
+static int __lzchan_mbind(void *p, size_t len, int node, bool strict)
+{
+	unsigned long mask[16] = { 0 };
+	/* MPOL_PREFERRED 1, MPOL_BIND 2 (linux/mempolicy.h) */
+	int mode = strict ? 2 : 1;
+
+	if (node < 0)
+		return 0;		/* first touch: the creator's node */
+	if (node >= (int)(sizeof(mask) * 8))
+		return -EINVAL;
+	mask[node / (8 * sizeof(long))] |= 1UL << (node % (8 * sizeof(long)));
+	if (syscall(SYS_mbind, p, len, mode, mask, sizeof(mask) * 8, 0) < 0)
+		return strict || errno != ENOSYS ? -errno : 0;
+	return 0;
+}
+
+static int __lzchan_shm_create(const char *path,
+			       const struct lzchan_opts *o, bool *created)
+{
+	struct __lzchan_shm_file *f;
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct lzchan_layout l;
+	size_t total;
+	int fd, ret;
+
+	ret = __lzchan_geom_check(o->slot_size, o->slot_count, o->max_senders);
+	if (ret)
+		return ret;
+	if (o->mode & ~0777U)
+		return -EINVAL;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, o->mode);
+	if (fd < 0)
+		return -errno;
+	/* open() applied the umask; channels get exactly the mode asked for. */
+	if (fchmod(fd, o->mode) < 0)
+		goto fail_errno;
+
+	__lzchan_shm_layout(&l, o->slot_size, o->slot_count, o->max_senders, page);
+	total = page + l.lanes_off + l.lane_stride * o->max_senders;
+	if (ftruncate(fd, total) < 0)
+		goto fail_errno;
+	f = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (f == MAP_FAILED)
+		goto fail_errno;
+	ret = __lzchan_mbind(f, total, o->numa_node, o->node_strict);
+	if (ret) {
+		munmap(f, total);
+		close(fd);
+		unlink(path);
+		return ret;
+	}
+	f->version = SHM_FILE_VERSION;
+	f->page_size = page;
+	f->slot_size = o->slot_size;
+	f->slot_count = o->slot_count;
+	f->max_senders = o->max_senders;
+	f->numa_node = o->numa_node;
+	f->layout = l;
+	{
+		struct lzchan_shm_hdr *h = (void *)((char *)f + page);
+
+		h->magic = LZCHAN_SHM_MAGIC;
+		h->abi_version = LZCHAN_ABI_VERSION;
+		h->slot_size = o->slot_size;
+		h->slot_count = o->slot_count;
+		h->max_senders = o->max_senders;
+	}
+	/* Pairs with the acquire load of magic in __lzchan_shm_attach(): an
+	 * opener that sees it sees the whole header. */
+	__lz_store_rel(&f->magic, SHM_FILE_MAGIC);
+	munmap(f, total);
+	close(fd);
+	*created = true;
+	return 0;
+
+fail_errno:
+	ret = -errno;
+	close(fd);
+	unlink(path);
+	return ret;
+}
+
+static int __lzchan_shm_attach(struct lzchan *ch, const char *path)
+{
+	struct __lzchan_shm_file hdr, *f;
+	struct lzchan_layout want;
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	int i, ret;
+
+	ch->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (ch->fd < 0)
+		return -errno;
+	/* A creator may still be filling the header: give it a second. */
+	for (i = 0; ; i++) {
+		if (fstat(ch->fd, &st) < 0)
+			return -errno;
+		if ((uint64_t)st.st_size >= page) {
+			f = mmap(NULL, page, PROT_READ, MAP_SHARED, ch->fd, 0);
+			if (f == MAP_FAILED)
+				return -errno;
+			/* Pairs with the release store in __lzchan_shm_create(). */
+			if (__lz_load_acq(&f->magic) == SHM_FILE_MAGIC) {
+				memcpy(&hdr, f, sizeof(hdr));
+				munmap(f, page);
+				break;
+			}
+			munmap(f, page);
+		}
+		if (i == 1000)
+			return -EAGAIN;
+		usleep(1000);
+	}
+
+	/* The file is anyone's with write access: trust nothing in it. */
+	if (hdr.version != SHM_FILE_VERSION || hdr.page_size != page)
+		return -EPROTO;
+	ret = __lzchan_geom_check(hdr.slot_size, hdr.slot_count, hdr.max_senders);
+	if (ret)
+		return -EPROTO;
+	__lzchan_shm_layout(&want, hdr.slot_size, hdr.slot_count, hdr.max_senders, page);
+	if (memcmp(&want, &hdr.layout, sizeof(want)))
+		return -EPROTO;
+	ch->map_len = page + want.lanes_off + want.lane_stride * hdr.max_senders;
+	if ((uint64_t)st.st_size < ch->map_len)
+		return -EPROTO;
+	ch->layout = want;
+	ch->numa_node = hdr.numa_node;
+	__lzchan_set_geom(ch, hdr.slot_size, hdr.slot_count, hdr.max_senders);
+	ch->map_base = mmap(NULL, ch->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
+	if (ch->map_base == MAP_FAILED) {
+		ch->map_base = NULL;
+		return -errno;
+	}
+	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
+}
+
+/* A closed lane may take a new sender once nothing of the old one can
+ * reach the receiver (the module's rule, in lzchan_chan.c). */
+static bool __lzchan_shm_lane_reusable(struct lzchan *ch, uint32_t i, uint32_t gen)
+{
+	struct lzchan_shm_rx_lane *rxl =
+		(void *)(ch->rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE);
+	char *slots = (char *)ch->map_base + sysconf(_SC_PAGESIZE) +
+		      ch->layout.lanes_off + i * ch->layout.lane_stride + ch->layout.lane_slots;
+	uint32_t head;
+
+	/* Pairs with the receiver's release store of close_ack. */
+	if (__lz_load_acq(&rxl->close_ack) == gen)
+		return true;
+	head = __lz_load(&rxl->head);
+	return __lz_load(&__lzchan_slot(ch, slots, head)->seq) != head + 1;
+}
+
+static int __lzchan_shm_claim(struct lzchan *ch)
+{
+	uint32_t i;
+
+	if (ch->role == LZCHAN_RECEIVER) {
+		uint64_t st;
+
+		if (__lzchan_lock(ch->fd, LOCK_BASE))
+			return -EBUSY;
+		st = __lz_load(&ch->hdr->rx_status);
+		/* Pairs with the senders' acquire loads of rx_status. */
+		__lz_store_rel(&ch->hdr->rx_status,
+			       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st) + 1, LZCHAN_RX_ATTACHED));
+		return 0;
+	}
+
+	for (i = 0; i < ch->max_senders; i++) {
+		__u64 *status = &ch->lane_info[i].status;
+		uint64_t st;
+		uint32_t gen;
+
+		if (__lzchan_lock(ch->fd, LOCK_BASE + 1 + i))
+			continue;
+		/* We hold the lane's lock: an ATTACHED status is a dead
+		 * owner's.  Pairs with the receiver's CAS of the same word. */
+		st = __lz_load_acq(status);
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_ATTACHED)
+			__atomic_compare_exchange_n(status, &st,
+				LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
+				false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		st = __lz_load_acq(status);
+		gen = LZCHAN_STATUS_GEN(st);
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED) {
+			if (!__lzchan_shm_lane_reusable(ch, i, gen)) {
+				__lzchan_unlock(ch->fd, LOCK_BASE + 1 + i);
+				continue;
+			}
+			/* Nothing of the old sender may pass for ours. */
+			__lzchan_scrub_lane((char *)ch->map_base + sysconf(_SC_PAGESIZE) +
+					    ch->layout.lanes_off + i * ch->layout.lane_stride +
+					    ch->layout.lane_slots, ch->slot_count, ch->slot_size);
+		} else if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_FREE) {
+			__lzchan_unlock(ch->fd, LOCK_BASE + 1 + i);
+			continue;
+		}
+		/* Pairs with the receiver's acquire load of the lane status:
+		 * the scrub above is visible before the new generation. */
+		__lz_store_rel(status, LZCHAN_STATUS(gen + 1, LZCHAN_LANE_ATTACHED));
+		ch->lane = i;
+		return 0;
+	}
+	return -EUSERS;
+}
+
+static int __lzchan_shm_open(struct lzchan *ch, const char *name,
+			     unsigned int flags, const struct lzchan_opts *o)
+{
+	char path[PATH_MAX];
+	bool created = false;
+	int ret;
+
+	ch->backend = LZCHAN_BACKEND_SHM;
+	ret = __lzchan_shm_path(path, sizeof(path), name);
+	if (ret)
+		return ret;
+	if (flags & LZCHAN_CREATE) {
+		ret = __lzchan_shm_create(path, o, &created);
+		if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
+			ret = 0;
+		if (ret)
+			return ret;
+	}
+	ret = __lzchan_shm_attach(ch, path);
+	if (ret)
+		return ret;
+	/* The lane is chosen only now: map it once we know which. */
+	ret = __lzchan_shm_claim(ch);
+	if (ret)
+		return ret;
+	if (ch->role == LZCHAN_SENDER) {
+		char *lane = (char *)ch->map_base + sysconf(_SC_PAGESIZE) +
+			     ch->layout.lanes_off + ch->lane * ch->layout.lane_stride;
+
+		ch->tx = (struct lzchan_shm_tx *)lane;
+		ch->slots = lane + ch->layout.lane_slots;
+		ch->my_rxl = (struct lzchan_shm_rx_lane *)
+			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
+	}
+	return 0;
+}
+
+/* ---- the public calls ---- */
+
+int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
+		const struct lzchan_opts *opts)
+{
+	unsigned int role = flags & (LZCHAN_RECEIVER | LZCHAN_SENDER);
+	struct lzchan_opts o;
+	struct lzchan *ch;
+	int ret, devfd;
+
+	if (!chp || (role != LZCHAN_RECEIVER && role != LZCHAN_SENDER) ||
+	    (flags & ~(LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL)) ||
+	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)))
+		return -EINVAL;
+	ret = __lzchan_name_check(name);
+	if (ret)
+		return ret;
+	if (opts)
+		o = *opts;
+	else
+		lzchan_opts_init(&o);
+
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->role = role;
+	ch->fd = -1;
+	ch->evfd = -1;
+	ch->lane = LZCHAN_LANE_NONE;
+	ch->spin_ns = o.spin_ns;
+	memcpy(ch->name, name, strlen(name) + 1);
+
+	devfd = __lzchan_pick();
+	if (devfd >= 0) {
+		ch->fd = devfd;
+		ret = __lzchan_dev_open(ch, name, flags, &o);
+	} else if (devfd == -ENOENT) {
+		ret = __lzchan_shm_open(ch, name, flags, &o);
+	} else {
+		ret = devfd;
+	}
+	if (ret)
+		goto fail;
+
+	ch->publish_every = o.publish_every && o.publish_every <= ch->slot_count ?
+			    o.publish_every : (ch->slot_count / 4 ? ch->slot_count / 4 : 1);
+	if (role == LZCHAN_RECEIVER) {
+		ch->have_membarrier = __lzchan_query_barrier();
+		__lzchan_rx_init_lanes(ch);
+	} else {
+		ch->fence_each_send = !__lzchan_register_sender_barrier();
+		if (!ch->cont)
+			ch->cont = calloc((ch->slot_count + 7) / 8, 1);
+		if (!ch->cont) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		__lzchan_tx_init(ch);
+	}
+	*chp = ch;
+	return 0;
+fail:
+	lzchan_close(ch);
+	return ret;
+}
+
+void lzchan_close(struct lzchan *ch)
+{
+	unsigned int i;
+
+	if (!ch)
+		return;
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->hdr) {
+		/* The module does this for the dev backend when our file goes. */
+		if (ch->role == LZCHAN_RECEIVER && ch->lanes) {
+			uint64_t st = __lz_load(&ch->hdr->rx_status);
+
+			__lzchan_rx_publish_all(ch);
+			/* Pairs with the senders' acquire loads of rx_status. */
+			__lz_store_rel(&ch->hdr->rx_status,
+				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
+		} else if (ch->role == LZCHAN_SENDER && ch->tx &&
+			   ch->lane != LZCHAN_LANE_NONE) {
+			__u64 *status = &ch->lane_info[ch->lane].status;
+			uint64_t st = __lz_load(status);
+
+			/* Pairs with the receiver's acquire load of the lane
+			 * status: our last messages are visible before CLOSED. */
+			__lz_store_rel(status, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st),
+							     LZCHAN_LANE_CLOSED));
+		}
+	} else if (ch->role == LZCHAN_RECEIVER && ch->lanes) {
+		__lzchan_rx_publish_all(ch);
+	}
+	for (i = 0; i < ch->nmaps; i++)
+		munmap(ch->maps[i], ch->map_lens[i]);
+	if (ch->map_base)
+		munmap(ch->map_base, ch->map_len);
+	if (ch->evfd >= 0)
+		close(ch->evfd);
+	if (ch->fd >= 0)
+		close(ch->fd);		/* drops the module binding / our locks */
+	free(ch->maps);
+	free(ch->map_lens);
+	free(ch->lanes);
+	free(ch->active);
+	free(ch->bell_seen);
+	free(ch->cont);
+	free(ch);
+}
+
+int lzchan_unlink(const char *name)
+{
+	char path[PATH_MAX];
+	int ret = __lzchan_name_check(name), fd;
+
+	if (ret)
+		return ret;
+	fd = __lzchan_pick();
+	if (fd >= 0) {
+		struct lzchan_unlink u = { .size = sizeof(u) };
+
+		memcpy(u.name, name, strlen(name) + 1);
+		ret = ioctl(fd, LZCHAN_IOC_UNLINK, &u) < 0 ? -errno : 0;
+		close(fd);
+		return ret;
+	}
+	if (fd != -ENOENT)
+		return fd;
+	ret = __lzchan_shm_path(path, sizeof(path), name);
+	if (ret)
+		return ret;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)
+{
+	if (!ch || !g)
+		return -EINVAL;
+	memset(g, 0, sizeof(*g));
+	g->slot_size = ch->slot_size;
+	g->slot_count = ch->slot_count;
+	g->max_senders = ch->max_senders;
+	g->max_msg = ch->max_msg;
+	g->lane = ch->role == LZCHAN_SENDER ? ch->lane : LZCHAN_LANE_NONE;
+	g->backend = ch->backend;
+	g->numa_node = ch->numa_node;
+	return 0;
+}
+
+const char *lzchan_backend_name(const struct lzchan *ch)
+{
+	if (!ch)
+		return "none";
+	return ch->backend == LZCHAN_BACKEND_DEV ? "dev (" LZCHAN_DEVICE_PATH ")" :
+	       "shm (/dev/shm, futex)";
+}
+
+int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
+		uint32_t *gid)
+{
+	struct lzchan_peer p = { .size = sizeof(p), .lane = lane };
+
+	if (!ch)
+		return -EINVAL;
+	if (ch->backend != LZCHAN_BACKEND_DEV)
+		return -EOPNOTSUPP;
+	if (ioctl(ch->fd, LZCHAN_IOC_PEER, &p) < 0)
+		return -errno;
+	if (pid)
+		*pid = p.pid;
+	if (uid)
+		*uid = p.uid;
+	if (gid)
+		*gid = p.gid;
+	return 0;
 }
 
 int lzchan_dev_features(struct lzchan_features *out)
@@ -30,9 +787,9 @@ int lzchan_dev_features(struct lzchan_features *out)
 	struct lzchan_features f;
 	int fd, ret = 0;
 
-	fd = __lzchan_dev_open();
+	fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return fd;
+		return -errno;
 	memset(&f, 0, sizeof(f));
 	f.size = sizeof(f);
 	if (ioctl(fd, LZCHAN_IOC_FEATURES, &f) < 0)

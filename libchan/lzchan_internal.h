@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * liblzchan internals.  The memory-ordering argument for every atomic
+ * access below is in Documentation/libchan/design.rst; each access names the
+ * access it pairs with.
+ */
+#ifndef LZCHAN_INTERNAL_H
+#define LZCHAN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lzchan.h"
+
+#define __lzchan_likely(x)	__builtin_expect(!!(x), 1)
+#define __lzchan_unlikely(x)	__builtin_expect(!!(x), 0)
+
+/* Relaxed, acquire and release accesses to shared words. */
+#define __lz_load(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
+#define __lz_load_acq(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define __lz_store(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define __lz_store_rel(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/* Receiver's private view of a lane. */
+enum {
+	__LZ_RL_IDLE,		/* nobody attached: sleepy, the bell wakes it */
+	__LZ_RL_ACTIVE,		/* polled on every receive-any */
+	__LZ_RL_SLEEPY,		/* attached but quiet: the bell wakes it */
+	__LZ_RL_DONE,		/* end of stream delivered for gen */
+	__LZ_RL_BROKEN,		/* held garbage; abandoned */
+};
+
+struct __lzchan_rxlane {
+	uint32_t head;		/* first position not released */
+	uint32_t peek;		/* next position to hand out (>= head) */
+	uint32_t published;	/* last head stored in rxl->head */
+	uint32_t gen;		/* sender generation being read */
+	uint32_t state;		/* __LZ_RL_* */
+	uint32_t idle;		/* empty polls in a row */
+	uint32_t sleepy;	/* our copy of rxl->sleepy */
+	uint32_t dead;		/* shm: the owner's lock was found free */
+	const char *slots;
+	struct lzchan_shm_rx_lane *rxl;
+	const struct lzchan_shm_lane *info;
+};
+
+struct lzchan {
+	unsigned int role;		/* LZCHAN_RECEIVER or LZCHAN_SENDER */
+	enum lzchan_backend backend;
+	int fd;				/* device fd or shm file */
+	uint32_t slot_size, slot_shift, slot_count, mask, max_senders;
+	uint32_t max_msg, publish_every;
+	int32_t numa_node;
+	uint32_t lane;			/* sender's lane */
+	char name[LZCHAN_NAME_SIZE];
+
+	/* the areas, as mapped */
+	struct lzchan_shm_hdr *hdr;		/* info */
+	struct lzchan_shm_lane *lane_info;	/* info: per-lane status */
+	struct lzchan_shm_rx *rx;
+	char *rx_lanes;				/* rx: per-lane lines */
+	uint64_t *bell;
+	struct lzchan_layout layout;
+	void *map_base;			/* shm: the whole file */
+	size_t map_len;
+	void **maps;			/* dev: each mapping, for munmap */
+	size_t *map_lens;
+	unsigned int nmaps;
+
+	/* sender */
+	uint32_t tail;			/* next position to write */
+	uint32_t cached_head;		/* receiver's head as last read */
+	char *slots;
+	struct lzchan_shm_tx *tx;
+	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
+	uint8_t *cont;			/* bit per slot: word 0 holds payload */
+	uint32_t woken_parked;		/* park episode we already woke */
+	uint32_t rung_sleepy;		/* sleepy episode we already rang */
+	bool fence_each_send;		/* no asymmetric barrier available */
+	bool reserved;			/* between lzchan_reserve and commit */
+	uint32_t resv_len;
+
+	/* receiver */
+	struct __lzchan_rxlane *lanes;
+	uint32_t *active;		/* lanes polled by receive-any */
+	uint32_t nactive, rr;
+	uint64_t *bell_seen;
+	uint32_t bell_words;
+	uint32_t parked;		/* our copy of rx->parked */
+	bool armed;
+	bool have_membarrier;
+	uint32_t spin_ns;
+	int evfd;			/* dev: eventfd the kernel signals */
+	uint64_t last_liveness_ns;	/* shm: last check of senders' locks */
+	uint32_t sleepy_after;		/* empty polls before a lane sleeps */
+	uint32_t scans;			/* empty receive-anys since a scan */
+};
+
+/* lzchan_setup.c */
+int __lzchan_shm_lane_alive(struct lzchan *ch, uint32_t lane);
+int __lzchan_shm_rx_alive(struct lzchan *ch);
+int __lzchan_name_check(const char *name);
+
+/* lzchan_wait.c */
+uint64_t __lzchan_now_ns(void);
+void __lzchan_wake(struct lzchan *ch, uint32_t parked);
+int __lzchan_heavy_barrier(struct lzchan *ch);
+bool __lzchan_register_sender_barrier(void);
+bool __lzchan_query_barrier(void);
+
+/* lzchan_ring.c */
+void __lzchan_rx_init_lanes(struct lzchan *ch);
+void __lzchan_rx_publish_all(struct lzchan *ch);
+bool __lzchan_rx_pending(struct lzchan *ch);
+void __lzchan_tx_init(struct lzchan *ch);
+void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
+
+static inline struct lzchan_slot_hdr *__lzchan_slot(const struct lzchan *ch,
+						    const char *slots, uint32_t pos)
+{
+	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & ch->mask) << ch->slot_shift));
+}
+
+#endif /* LZCHAN_INTERNAL_H */

@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The lanes: one sender writes, the receiver reads (see the slot format in
+ * the UAPI header and Documentation/libchan/design.rst for the argument).
+ *
+ * Sender: a message of n slots goes at the tail if it fits before the
+ * ring's end, else a pad fills up to the end first.  Payload and len are
+ * written, then seq with release order.  The receiver's position (head) is
+ * read only when the cached copy says the ring is full (lazy flow control).
+ *
+ * The one subtlety: payload runs contiguously over slots, so a slot's first
+ * word may be payload from the previous lap.  When the receiver's next
+ * position lands on such a slot, that word could by chance equal the seq it
+ * waits for.  The sender remembers which slots hold payload in their first
+ * word (cont bits); when the slot after a message is one, it first stores a
+ * seq there that is never "ready" for that position, before publishing.
+ *
+ * Receiver: a message is ready when its first slot's seq (acquire) equals
+ * its position + 1.  len is read once and bounds-checked; anything else
+ * marks the lane broken.  The head is published (release) every
+ * publish_every slots and whenever the receiver goes idle.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lzchan_internal.h"
+
+#define SLEEPY_MIN_ACTIVE	4	/* never put the last few lanes to sleep */
+#define SLEEPY_AFTER		4096	/* empty polls before a lane sleeps */
+#define STATUS_SCAN_EVERY	4096	/* empty receive-anys between scans */
+
+static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
+{
+	return (len + sizeof(struct lzchan_slot_hdr) + ch->slot_size - 1) >> ch->slot_shift;
+}
+
+static inline bool __lz_cont_test(const struct lzchan *ch, uint32_t pos)
+{
+	uint32_t i = pos & ch->mask;
+
+	return ch->cont[i >> 3] & (1U << (i & 7));
+}
+
+static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
+{
+	uint32_t i = pos & ch->mask;
+
+	if (v)
+		ch->cont[i >> 3] |= 1U << (i & 7);
+	else
+		ch->cont[i >> 3] &= ~(1U << (i & 7));
+}
+
+void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size)
+{
+	uint32_t s;
+
+	/* seq = s is "not ready" for every position p = s + k * slot_count
+	 * (ready means seq == p + 1, and p + 1 differs from s modulo the
+	 * power-of-two slot_count, hence modulo 2^32). */
+	for (s = 0; s < slot_count; s++) {
+		struct lzchan_slot_hdr *h = (void *)(slots + (size_t)s * slot_size);
+
+		__lz_store(&h->len, 0);
+		__lz_store(&h->seq, s);
+	}
+}
+
+/* ==================== sender ==================== */
+
+void __lzchan_tx_init(struct lzchan *ch)
+{
+	/* A new sender continues where the receiver stands on this lane (0
+	 * for a fresh lane; exact for a reused one: it was drained).  Pairs
+	 * with the receiver's release store of head. */
+	ch->tail = __lz_load_acq(&ch->my_rxl->head);
+	ch->cached_head = ch->tail;
+	__lz_store(&ch->tx->tail, ch->tail);
+}
+
+static int __lz_tx_full(struct lzchan *ch)
+{
+	/* Pairs with the release store of rx_status (module or receiver). */
+	uint64_t st = __lz_load_acq(&ch->hdr->rx_status);
+
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
+		return -EPIPE;
+	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
+	 * its lock tells the truth. */
+	if (ch->backend == LZCHAN_BACKEND_SHM &&
+	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
+	    __lzchan_shm_rx_alive(ch) == 0)
+		return -EPIPE;
+	return -EAGAIN;
+}
+
+/* Is there room to publish up to position @next (exclusive), plus the
+ * marker slot if the slot at @next holds stale payload? */
+static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
+{
+	*marker = __lz_cont_test(ch, next);
+	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count)
+		return 0;
+	/* Pairs with the receiver's release store of head in
+	 * __lz_rx_publish(): it has finished reading what it released. */
+	ch->cached_head = __lz_load_acq(&ch->my_rxl->head);
+	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count)
+		return 0;
+	return __lz_tx_full(ch);
+}
+
+/* Store the "not ready" marker in the slot at @next (see the top). */
+static inline void __lz_tx_marker(struct lzchan *ch, uint32_t next)
+{
+	/* Relaxed: the release store of the message's seq that follows orders
+	 * it before the message becomes visible.  next != next + 1. */
+	__lz_store(&__lzchan_slot(ch, ch->slots, next)->seq, next);
+	__lz_cont_set(ch, next, false);
+}
+
+/* Fill the rest of the ring with a pad so the next message starts at 0. */
+static int __lz_tx_pad(struct lzchan *ch)
+{
+	uint32_t idx = ch->tail & ch->mask, pad = ch->slot_count - idx;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, ch->tail);
+	bool marker;
+	int ret;
+
+	ret = __lz_tx_room(ch, ch->tail + pad, &marker);
+	if (ret)
+		return ret;
+	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->slot_size - sizeof(*h)));
+	__lz_cont_set(ch, ch->tail, false);
+	if (marker)
+		__lz_tx_marker(ch, ch->tail + pad);
+	/* Pairs with the receiver's acquire load of seq in __lz_rx_look(). */
+	__lz_store_rel(&h->seq, ch->tail + 1);
+	ch->tail += pad;
+	return 0;
+}
+
+/* Make room for @n slots at the tail (padding first if needed). */
+static int __lz_tx_prepare(struct lzchan *ch, uint32_t n, bool *marker)
+{
+	int ret;
+
+	if ((ch->tail & ch->mask) + n > ch->slot_count) {
+		ret = __lz_tx_pad(ch);
+		if (ret)
+			return ret;
+	}
+	return __lz_tx_room(ch, ch->tail + n, marker);
+}
+
+/* Publish the message written at the tail. */
+static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
+{
+	uint32_t start = ch->tail, n = __lz_slots_for(ch, len), k;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, start);
+
+	__lz_store(&h->len, len);
+	__lz_cont_set(ch, start, false);
+	for (k = 1; k < n; k++)
+		__lz_cont_set(ch, start + k, true);
+	if (marker)
+		__lz_tx_marker(ch, start + n);
+	/* Pairs with the receiver's acquire load of seq in __lz_rx_look():
+	 * payload, len and the marker are visible before the message is. */
+	__lz_store_rel(&h->seq, start + 1);
+	ch->tail = start + n;
+	/* Statistics for the module and tools; relaxed, nobody orders on them. */
+	__lz_store(&ch->tx->tail, ch->tail);
+	__lz_store(&ch->tx->msgs, __lz_load(&ch->tx->msgs) + 1);
+	__lz_store(&ch->tx->bytes, __lz_load(&ch->tx->bytes) + len);
+}
+
+/*
+ * After publishing: wake a parked receiver, ring the bell if it stopped
+ * polling our lane.  The receiver pays for the store->load ordering (with
+ * membarrier() in __lzchan_heavy_barrier()); we need only keep the compiler
+ * from hoisting these loads above the publishing store.
+ */
+static inline void __lz_tx_notify(struct lzchan *ch)
+{
+	uint32_t sleepy, parked;
+
+	/* Pairs with __lzchan_heavy_barrier() after the receiver stores
+	 * rxl->sleepy / rx->parked: either it sees our message, or we see
+	 * its store below. */
+	if (__lzchan_unlikely(ch->fence_each_send))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+
+	sleepy = __lz_load(&ch->my_rxl->sleepy);
+	if (__lzchan_unlikely((sleepy & 1) && sleepy != ch->rung_sleepy)) {
+		/* Toggle our bit: the receiver cannot write the bell, so it
+		 * compares against its copy.  Locked, but once per episode. */
+		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
+				   __ATOMIC_SEQ_CST);
+		ch->rung_sleepy = sleepy;
+	}
+	parked = __lz_load(&ch->rx->parked);
+	if (__lzchan_unlikely((parked & 1) && parked != ch->woken_parked))
+		__lzchan_wake(ch, parked);
+}
+
+static int __lz_tx_check(struct lzchan *ch, size_t len)
+{
+	if (!ch || ch->role != LZCHAN_SENDER)
+		return -EBADF;
+	if (ch->reserved)
+		return -EBUSY;
+	if (len > ch->max_msg)
+		return -EMSGSIZE;
+	/* Pairs with the release store of rx_status: a departed receiver
+	 * ends sending at once, not when the ring fills. */
+	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->hdr->rx_status)) ==
+			      LZCHAN_RX_GONE))
+		return -EPIPE;
+	return 0;
+}
+
+static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
+{
+	bool marker;
+	int ret;
+
+	ret = __lz_tx_prepare(ch, __lz_slots_for(ch, len), &marker);
+	if (ret)
+		return ret;
+	memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
+	__lz_tx_publish(ch, len, marker);
+	return 0;
+}
+
+int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+{
+	int ret = __lz_tx_check(ch, len);
+
+	if (ret)
+		return ret;
+	ret = __lz_send_one(ch, buf, len);
+	if (ret)
+		return ret;
+	__lz_tx_notify(ch);
+	return 0;
+}
+
+int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		ret = __lz_tx_check(ch, msgs[i].iov_len);
+		if (ret)
+			break;
+		ret = __lz_send_one(ch, msgs[i].iov_base, msgs[i].iov_len);
+		if (ret)
+			break;
+	}
+	if (i)
+		__lz_tx_notify(ch);
+	return i ? (int)i : ret;
+}
+
+int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
+{
+	bool marker;
+	int ret = __lz_tx_check(ch, len);
+
+	if (ret)
+		return ret;
+	if (!buf)
+		return -EINVAL;
+	ret = __lz_tx_prepare(ch, __lz_slots_for(ch, len), &marker);
+	if (ret)
+		return ret;
+	ch->reserved = true;
+	ch->resv_len = len;
+	*buf = __lzchan_slot(ch, ch->slots, ch->tail) + 1;
+	return 0;
+}
+
+int lzchan_commit(struct lzchan *ch, size_t len)
+{
+	bool marker;
+
+	if (!ch || ch->role != LZCHAN_SENDER)
+		return -EBADF;
+	if (!ch->reserved || len > ch->resv_len)
+		return -EINVAL;
+	/* Room for resv_len slots was checked; fewer need no new check but
+	 * the marker decision depends on where this message ends. */
+	if (__lz_tx_room(ch, ch->tail + __lz_slots_for(ch, len), &marker))
+		return -EAGAIN;		/* cannot happen: len <= resv_len */
+	ch->reserved = false;
+	__lz_tx_publish(ch, len, marker);
+	__lz_tx_notify(ch);
+	return 0;
+}
+
+/* ==================== receiver ==================== */
+
+static void __lz_rx_publish(struct lzchan *ch, struct __lzchan_rxlane *rl, bool force)
+{
+	if (rl->head == rl->published ||
+	    (!force && rl->head - rl->published < ch->publish_every))
+		return;
+	/* Pairs with the sender's acquire load of head in __lz_tx_room():
+	 * our reads of the released slots are done before it reuses them. */
+	__lz_store_rel(&rl->rxl->head, rl->head);
+	rl->published = rl->head;
+}
+
+void __lzchan_rx_publish_all(struct lzchan *ch)
+{
+	uint32_t i;
+
+	for (i = 0; i < ch->max_senders; i++)
+		__lz_rx_publish(ch, &ch->lanes[i], true);
+}
+
+static void __lz_active_add(struct lzchan *ch, uint32_t i)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[i];
+
+	if (rl->state == __LZ_RL_ACTIVE)
+		return;
+	rl->state = __LZ_RL_ACTIVE;
+	rl->idle = 0;
+	if (rl->sleepy & 1) {
+		rl->sleepy++;
+		/* Relaxed: a hint for the sender; messages are found by seq. */
+		__lz_store(&rl->rxl->sleepy, rl->sleepy);
+	}
+	ch->active[ch->nactive++] = i;
+}
+
+static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+
+	rl->state = state;
+	if (!(rl->sleepy & 1)) {
+		rl->sleepy++;
+		/* Relaxed here; __lzchan_heavy_barrier() follows before we
+		 * rely on senders having seen it (see __lz_rx_sleep()). */
+		__lz_store(&rl->rxl->sleepy, rl->sleepy);
+	}
+	ch->active[k] = ch->active[--ch->nactive];
+	if (ch->rr >= ch->nactive)
+		ch->rr = 0;
+}
+
+/* Does lane @rl need polling: a message ready, or a status change? */
+static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
+{
+	/* Pairs with the release stores of seq and of the lane status. */
+	uint64_t st = __lz_load_acq(&rl->info->status);
+	uint32_t seq;
+
+	if (rl->state == __LZ_RL_BROKEN)
+		return false;
+	if (LZCHAN_STATUS_GEN(st) != rl->gen) {
+		/* An end of stream is owed to the user: pending.  Else a new
+		 * sender arrived with nothing owed: just follow it. */
+		if (rl->gen && rl->state != __LZ_RL_DONE)
+			return true;
+		rl->gen = LZCHAN_STATUS_GEN(st);
+		if (rl->state == __LZ_RL_DONE)
+			rl->state = __LZ_RL_IDLE;
+	}
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE)
+		return true;
+	seq = __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq);
+	return seq == rl->peek + 1;
+}
+
+void __lzchan_rx_init_lanes(struct lzchan *ch)
+{
+	uint32_t i;
+
+	ch->sleepy_after = SLEEPY_AFTER;
+	for (i = 0; i < ch->max_senders; i++) {
+		struct __lzchan_rxlane *rl = &ch->lanes[i];
+		uint64_t st = __lz_load_acq(&rl->info->status);
+
+		/* Continue where the last receiver published (0 at first). */
+		rl->head = rl->peek = rl->published = __lz_load(&rl->rxl->head);
+		rl->sleepy = __lz_load(&rl->rxl->sleepy);
+		rl->gen = LZCHAN_STATUS_GEN(st);
+		rl->state = __LZ_RL_IDLE;
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_FREE ||
+		    (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED &&
+		     __lz_load(&rl->rxl->close_ack) == rl->gen)) {
+			/* Nothing to read: sleepy until its bell rings. */
+			if (!(rl->sleepy & 1)) {
+				rl->sleepy++;
+				__lz_store(&rl->rxl->sleepy, rl->sleepy);
+			}
+			if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED)
+				rl->state = __LZ_RL_DONE;
+		} else {
+			__lz_active_add(ch, i);
+		}
+	}
+	for (i = 0; i < ch->bell_words; i++)
+		ch->bell_seen[i] = __lz_load(&ch->bell[i]);
+	/* Senders that published before seeing "sleepy" are found here. */
+	__lzchan_heavy_barrier(ch);
+	for (i = 0; i < ch->max_senders; i++)
+		if (ch->lanes[i].state != __LZ_RL_ACTIVE &&
+		    __lz_rx_lane_pending(ch, &ch->lanes[i]))
+			__lz_active_add(ch, i);
+}
+
+/*
+ * The message at *pos, skipping a pad: 1 (filled *m), 0 (none yet), or
+ * -EBADMSG (the lane holds garbage).  *pos moves past a skipped pad.
+ */
+static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
+			uint32_t *pos, struct lzchan_msg *m)
+{
+	const struct lzchan_slot_hdr *h;
+	uint32_t raw, idx, n;
+	int pads;
+
+	for (pads = 0; ; pads++) {
+		h = __lzchan_slot(ch, rl->slots, *pos);
+		/* Pairs with the sender's release store of seq in
+		 * __lz_tx_publish()/__lz_tx_pad(). */
+		if (__lz_load_acq(&h->seq) != *pos + 1)
+			return 0;
+		raw = __lz_load(&h->len);	/* once: the sender may change it */
+		idx = *pos & ch->mask;
+		if (raw & LZCHAN_SLOT_PAD) {
+			/* A pad runs to the ring's end; at slot 0 it would
+			 * cover the whole ring, and two never follow. */
+			if (!idx || pads)
+				return -EBADMSG;
+			*pos += ch->slot_count - idx;
+			continue;
+		}
+		if (raw > ch->max_msg)
+			return -EBADMSG;
+		n = __lz_slots_for(ch, raw);
+		if (idx + n > ch->slot_count)
+			return -EBADMSG;
+		m->data = h + 1;
+		m->len = raw;
+		m->__end = *pos + n;
+		return 1;
+	}
+}
+
+/* shm: is the lane's sender dead?  (Checked on slow paths only.) */
+static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	uint64_t st = __lz_load_acq(&rl->info->status);
+
+	if (ch->backend != LZCHAN_BACKEND_SHM ||
+	    LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED)
+		return;
+	if (__lzchan_shm_lane_alive(ch, i) == 0) {
+		/* Its lock is free: mark the lane closed, as the module would.
+		 * Pairs with the CAS in __lzchan_shm_claim(). */
+		__atomic_compare_exchange_n(&((struct lzchan_shm_lane *)rl->info)->status,
+			&st, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
+			false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
+}
+
+/* Lane @i has nothing ready at peek: report a status change if any. */
+static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	uint32_t pos = rl->peek;
+	uint64_t st;
+	int r;
+
+	if (rl->peek != rl->head)
+		return -EAGAIN;		/* views outstanding: no verdict yet */
+	/* Caught up: let the sender see all the room (lazy flow control
+	 * publishes only every publish_every slots while busy). */
+	__lz_rx_publish(ch, rl, true);
+	/* Pairs with the release store of the status (module, or a shm
+	 * sender's close/claim): a CLOSED we see comes after every message. */
+	st = __lz_load_acq(&rl->info->status);
+	if (LZCHAN_STATUS_GEN(st) != rl->gen) {
+		/* A new sender took the lane; the old one's end comes first. */
+		bool owed = rl->gen && rl->state != __LZ_RL_DONE;
+
+		rl->gen = LZCHAN_STATUS_GEN(st);
+		if (rl->state == __LZ_RL_DONE)
+			rl->state = __LZ_RL_IDLE;
+		if (owed) {
+			m->lane = i;
+			return -EPIPE;
+		}
+	}
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->state == __LZ_RL_DONE)
+		return -EAGAIN;
+
+	/* Closed: one more look now that its last stores are visible. */
+	r = __lz_rx_look(ch, rl, &pos, m);
+	if (r)
+		return r > 0 ? 1 : r;
+	rl->peek = rl->head = pos;
+	rl->state = __LZ_RL_DONE;
+	__lz_rx_publish(ch, rl, true);
+	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
+	 * claimer's): the lane is drained before it may be given away. */
+	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
+	m->lane = i;
+	return -EPIPE;
+}
+
+/* Poll lane @i at its peek position. */
+static int __lz_rx_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	uint32_t pos = rl->peek;
+	int r;
+
+	if (rl->state == __LZ_RL_BROKEN) {
+		m->lane = i;
+		return -EBADMSG;
+	}
+	r = __lz_rx_look(ch, rl, &pos, m);
+	if (!r) {
+		if (pos != rl->peek) {		/* skipped a pad */
+			if (rl->peek == rl->head)
+				rl->head = pos;
+			rl->peek = pos;
+		}
+		r = __lz_rx_empty(ch, i, m);
+		if (r == -EBADMSG) {
+			rl->state = __LZ_RL_BROKEN;
+			m->lane = i;
+		}
+		if (r != 1)
+			return r;
+	}
+	m->lane = i;
+	if (r < 0) {
+		rl->state = __LZ_RL_BROKEN;
+		return -EBADMSG;
+	}
+	rl->idle = 0;
+	rl->peek = m->__end;
+	m->__gen = rl->gen;
+	return 0;
+}
+
+/* Stop polling quiet lanes; rescue any that got a message meanwhile. */
+static void __lz_rx_sleep(struct lzchan *ch)
+{
+	uint32_t k, slept[64], n = 0;
+
+	for (k = 0; k < ch->nactive && n < 64 && ch->nactive > SLEEPY_MIN_ACTIVE; ) {
+		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+
+		if (rl->idle >= ch->sleepy_after && rl->peek == rl->head) {
+			slept[n++] = ch->active[k];
+			__lz_active_del(ch, k, __LZ_RL_SLEEPY);
+		} else {
+			k++;
+		}
+	}
+	if (!n)
+		return;
+	__lz_rx_publish(ch, &ch->lanes[slept[0]], true);
+	/* Pairs with the compiler barrier in __lz_tx_notify(): a sender that
+	 * published before this point is seen below; one that publishes after
+	 * it sees "sleepy" and rings the bell. */
+	__lzchan_heavy_barrier(ch);
+	for (k = 0; k < n; k++)
+		if (__lz_rx_lane_pending(ch, &ch->lanes[slept[k]]))
+			__lz_active_add(ch, slept[k]);
+}
+
+/* Lanes whose bit in the bell changed, and lanes whose status changed. */
+static void __lz_rx_bell(struct lzchan *ch)
+{
+	uint32_t w;
+
+	for (w = 0; w < ch->bell_words; w++) {
+		/* Relaxed: a hint; the message is found by its seq. */
+		uint64_t b = __lz_load(&ch->bell[w]), diff = b ^ ch->bell_seen[w];
+
+		if (__lzchan_likely(!diff))
+			continue;
+		ch->bell_seen[w] = b;
+		while (diff) {
+			uint32_t i = w * 64 + __builtin_ctzll(diff);
+
+			diff &= diff - 1;
+			if (i < ch->max_senders && ch->lanes[i].state != __LZ_RL_BROKEN)
+				__lz_active_add(ch, i);
+		}
+	}
+}
+
+/* Slow path: look at every lane not being polled (new senders that have
+ * not sent, departures of quiet senders).  shm: also the owners' locks. */
+static void __lz_rx_scan(struct lzchan *ch)
+{
+	uint32_t i;
+
+	for (i = 0; i < ch->max_senders; i++) {
+		if (ch->backend == LZCHAN_BACKEND_SHM)
+			__lz_rx_liveness(ch, i);
+		if (ch->lanes[i].state != __LZ_RL_ACTIVE &&
+		    __lz_rx_lane_pending(ch, &ch->lanes[i]))
+			__lz_active_add(ch, i);
+	}
+}
+
+bool __lzchan_rx_pending(struct lzchan *ch)
+{
+	uint32_t k;
+
+	__lz_rx_bell(ch);
+	__lz_rx_scan(ch);
+	for (k = 0; k < ch->nactive; k++)
+		if (__lz_rx_lane_pending(ch, &ch->lanes[ch->active[k]]))
+			return true;
+	return false;
+}
+
+static int __lz_rx_check(struct lzchan *ch)
+{
+	if (!ch || ch->role != LZCHAN_RECEIVER)
+		return -EBADF;
+	if (__lzchan_unlikely(ch->armed)) {
+		uint64_t cnt;
+
+		/* Disarm: the receiver is polling again. */
+		ch->armed = false;
+		ch->parked++;
+		__lz_store(&ch->rx->parked, ch->parked);
+		if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+			(void)0;	/* EAGAIN: nothing to drain */
+	}
+	return 0;
+}
+
+/* The next message from any lane, round robin. */
+static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
+{
+	uint32_t k, n, i;
+	int r;
+
+	__lz_rx_bell(ch);
+	n = ch->nactive;
+	for (k = 0; k < n && ch->nactive; k++) {
+		uint32_t at = (ch->rr + k) % ch->nactive;
+
+		i = ch->active[at];
+		r = __lz_rx_lane(ch, i, m);
+		if (r == -EAGAIN) {
+			ch->lanes[i].idle++;
+			continue;
+		}
+		ch->rr = (at + 1) % (ch->nactive ? ch->nactive : 1);
+		if (r == -EPIPE || r == -EBADMSG) {
+			uint32_t j;
+
+			/* Ended or broken lanes are no longer polled. */
+			for (j = 0; j < ch->nactive; j++)
+				if (ch->active[j] == i && ch->lanes[i].state != __LZ_RL_ACTIVE) {
+					__lz_active_del(ch, j, ch->lanes[i].state);
+					break;
+				}
+		}
+		return r;
+	}
+	if (ch->nactive > SLEEPY_MIN_ACTIVE)
+		__lz_rx_sleep(ch);
+	if (++ch->scans >= STATUS_SCAN_EVERY) {
+		ch->scans = 0;
+		__lz_rx_scan(ch);
+	}
+	return -EAGAIN;
+}
+
+int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+{
+	int ret = __lz_rx_check(ch);
+
+	if (ret)
+		return ret;
+	return __lz_rx_any(ch, m);
+}
+
+int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
+{
+	int ret = __lz_rx_check(ch);
+
+	if (ret)
+		return ret;
+	if (lane >= ch->max_senders)
+		return -EINVAL;
+	ret = __lz_rx_lane(ch, lane, m);
+	if (ret == -EAGAIN && ch->backend == LZCHAN_BACKEND_SHM &&
+	    ++ch->lanes[lane].idle % STATUS_SCAN_EVERY == 0)
+		__lz_rx_liveness(ch, lane);
+	return ret;
+}
+
+void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
+{
+	struct __lzchan_rxlane *rl;
+
+	if (!ch || ch->role != LZCHAN_RECEIVER || !m || m->lane >= ch->max_senders)
+		return;
+	rl = &ch->lanes[m->lane];
+	/* Only a view of this lane's current sender, not past the peek. */
+	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)
+		return;
+	rl->head = m->__end;
+	__lz_rx_publish(ch, rl, false);
+}
+
+int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+{
+	unsigned int k;
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	ret = lzchan_peek(ch, &m[0]);
+	if (ret)
+		return ret;
+	for (k = 1; k < n; k++)
+		if (__lz_rx_lane(ch, m[0].lane, &m[k]))
+			break;
+	/* A status verdict after the first message is simply not reported
+	 * yet: the next call finds it again. */
+	return k;
+}
+
+static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
+			 size_t cap)
+{
+	struct __lzchan_rxlane *rl = &ch->lanes[m->lane];
+
+	if (m->len > cap) {
+		rl->peek = rl->head;	/* leave it in place */
+		return -EMSGSIZE;
+	}
+	memcpy(buf, m->data, m->len);
+	lzchan_release(ch, m);
+	return m->len;
+}
+
+int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+{
+	struct lzchan_msg m;
+	int ret = lzchan_peek(ch, &m);
+
+	if (lane && (ret == 0 || ret == -EPIPE || ret == -EBADMSG))
+		*lane = m.lane;
+	if (ret)
+		return ret;
+	return __lz_copy_out(ch, &m, buf, cap);
+}
+
+int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
+{
+	struct lzchan_msg m;
+	int ret = lzchan_peek_lane(ch, lane, &m);
+
+	if (ret)
+		return ret;
+	return __lz_copy_out(ch, &m, buf, cap);
+}

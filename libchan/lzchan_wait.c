@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Waiting: the receiver spins, then parks; senders wake a parked receiver.
+ *
+ * The store->load race (Dekker): a sender stores a message's seq then loads
+ * rx->parked; the receiver stores rx->parked then loads the seqs.  Without a
+ * full barrier on both sides each could miss the other's store and the
+ * receiver would sleep on a message.  We put the whole cost on the parking
+ * side: senders register for MEMBARRIER_CMD_GLOBAL_EXPEDITED once, and keep
+ * only a compiler barrier between their store and load; the receiver, after
+ * storing parked, calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which
+ * returns only once every running thread of every registered process has
+ * executed a full memory barrier.  The proof is in
+ * Documentation/libchan/design.rst.  Without membarrier (old or locked-down
+ * kernels) senders fence every send and the receiver never sleeps longer
+ * than 1 ms at a time, so no wakeup is ever lost.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lzchan_internal.h"
+
+#define DEGRADED_SLEEP_NS	1000000ULL	/* no membarrier: re-check each ms */
+#define SHM_LIVENESS_NS		100000000ULL	/* shm: look for dead peers */
+
+uint64_t __lzchan_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static inline void __lz_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static int __lz_membarrier(int cmd)
+{
+	return syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+bool __lzchan_query_barrier(void)
+{
+	int r = __lz_membarrier(MEMBARRIER_CMD_QUERY);
+
+	return r >= 0 && (r & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+}
+
+bool __lzchan_register_sender_barrier(void)
+{
+	return __lz_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+/* Full barrier on every running thread of every sender; 0, or -1 if we
+ * fell back to a local fence (then sleeps must be bounded). */
+int __lzchan_heavy_barrier(struct lzchan *ch)
+{
+	/* Pairs with the compiler barrier in __lz_tx_notify(). */
+	if (ch->have_membarrier && __lz_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+		return 0;
+	ch->have_membarrier = false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return -1;
+}
+
+void __lzchan_wake(struct lzchan *ch, uint32_t parked)
+{
+	ch->woken_parked = parked;
+	if (ch->backend == LZCHAN_BACKEND_DEV) {
+		/* 1 signalled, 0 no eventfd, EPIPE receiver gone: the next
+		 * send reports the last. */
+		(void)ioctl(ch->fd, LZCHAN_IOC_WAKE);
+	} else {
+		syscall(SYS_futex, &ch->rx->parked, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+static void __lz_set_parked(struct lzchan *ch, bool parked)
+{
+	if ((ch->parked & 1) == parked)
+		return;
+	ch->parked++;
+	/* Relaxed: when parking, __lzchan_heavy_barrier() follows; when
+	 * unparking, a late wake is harmless. */
+	__lz_store(&ch->rx->parked, ch->parked);
+}
+
+/* Announce parked and make sure nothing is pending; -EAGAIN if something
+ * is, 0 if safe to sleep, 1 if safe only for a bounded time. */
+static int __lz_prepare_park(struct lzchan *ch)
+{
+	int degraded;
+
+	__lz_set_parked(ch, true);
+	__lzchan_rx_publish_all(ch);		/* senders see all the room */
+	degraded = __lzchan_heavy_barrier(ch);
+	if (__lzchan_rx_pending(ch)) {
+		__lz_set_parked(ch, false);
+		return -EAGAIN;
+	}
+	return degraded ? 1 : 0;
+}
+
+static void __lz_sleep(struct lzchan *ch, uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000ULL, .tv_nsec = ns % 1000000000ULL };
+
+	if (ch->backend == LZCHAN_BACKEND_DEV) {
+		struct pollfd p = { .fd = ch->evfd, .events = POLLIN };
+		uint64_t cnt;
+
+		if (ppoll(&p, 1, &ts, NULL) == 1 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+			(void)0;	/* drained by someone: fine */
+	} else {
+		/* Returns at once if parked changed (it does not: only we
+		 * write it) or when a sender wakes us, or at the timeout. */
+		syscall(SYS_futex, &ch->rx->parked, FUTEX_WAIT, ch->parked, &ts, NULL, 0);
+	}
+}
+
+int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
+		     int64_t timeout_ns)
+{
+	uint64_t now = __lzchan_now_ns(), deadline, spin_end;
+	int r, i;
+
+	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
+	for (;;) {
+		r = lzchan_recv(ch, buf, cap, lane);
+		if (r != -EAGAIN)
+			return r;
+		spin_end = now + ch->spin_ns;
+		while (now < spin_end && now < deadline) {
+			for (i = 0; i < 64; i++) {
+				r = lzchan_recv(ch, buf, cap, lane);
+				if (r != -EAGAIN)
+					return r;
+				__lz_cpu_relax();
+			}
+			now = __lzchan_now_ns();
+		}
+		if (now >= deadline)
+			return -ETIMEDOUT;
+
+		r = __lz_prepare_park(ch);
+		if (r >= 0) {
+			uint64_t ns = deadline - now;
+
+			if (r == 1 && ns > DEGRADED_SLEEP_NS)
+				ns = DEGRADED_SLEEP_NS;
+			if (ch->backend == LZCHAN_BACKEND_SHM && ns > SHM_LIVENESS_NS)
+				ns = SHM_LIVENESS_NS;
+			__lz_sleep(ch, ns);
+			__lz_set_parked(ch, false);
+		}
+		now = __lzchan_now_ns();
+	}
+}
+
+int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
+		     int64_t timeout_ns)
+{
+	uint64_t start = __lzchan_now_ns(), now, deadline;
+	unsigned int tries = 0;
+	int r;
+
+	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
+	for (;;) {
+		r = lzchan_send(ch, buf, len);
+		if (r != -EAGAIN)
+			return r;
+		now = __lzchan_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		/* The ring is full: the receiver is working.  Spin briefly,
+		 * then give it the CPU, then sleep a little. */
+		if (++tries < 64) {
+			__lz_cpu_relax();
+		} else if (now - start < 1000000) {
+			sched_yield();
+		} else {
+			struct timespec ts = { .tv_nsec = 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+int lzchan_event_fd(struct lzchan *ch)
+{
+	if (!ch || ch->role != LZCHAN_RECEIVER)
+		return -EBADF;
+	if (ch->backend != LZCHAN_BACKEND_DEV)
+		return -EOPNOTSUPP;
+	return ch->evfd;
+}
+
+int lzchan_arm(struct lzchan *ch)
+{
+	int r;
+
+	if (!ch || ch->role != LZCHAN_RECEIVER)
+		return -EBADF;
+	if (ch->backend != LZCHAN_BACKEND_DEV)
+		return -EOPNOTSUPP;
+	if (ch->armed)
+		return 0;
+	r = __lz_prepare_park(ch);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		/* Without membarrier a sender may miss "parked": waiting on
+		 * the fd alone could wait forever. */
+		__lz_set_parked(ch, false);
+		return -ENOSYS;
+	}
+	ch->armed = true;
+	return 0;
+}

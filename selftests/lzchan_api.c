@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * liblzchan, call by call: every API call and its errors.  Runs on the
+ * host (shm backend) and in the VM rig (dev backend, LZCHAN_EXPECT_DEV=1).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <lzchan.h>
+
+#include "kselftest_harness.h"
+
+static const char *name(const char *prefix)
+{
+	static char buf[8][LZCHAN_NAME_SIZE];
+	static unsigned int n;
+	char *b = buf[n % 8];
+
+	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
+	return b;
+}
+
+static int expect_dev(void)
+{
+	const char *e = getenv("LZCHAN_EXPECT_DEV");
+
+	return e && *e == '1';
+}
+
+static struct lzchan_opts opts(uint32_t size, uint32_t count, uint32_t senders)
+{
+	struct lzchan_opts o;
+
+	lzchan_opts_init(&o);
+	o.slot_size = size;
+	o.slot_count = count;
+	o.max_senders = senders;
+	return o;
+}
+
+/* A receiver (creating the channel) and one sender. */
+struct pair {
+	const char *name;
+	struct lzchan *rx, *tx;
+};
+
+static int pair_open(struct pair *p, const char *prefix, struct lzchan_opts o)
+{
+	int r;
+
+	p->name = name(prefix);
+	r = lzchan_open(&p->rx, p->name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o);
+	if (r)
+		return r;
+	return lzchan_open(&p->tx, p->name, LZCHAN_SENDER, NULL);
+}
+
+static void pair_close(struct pair *p)
+{
+	lzchan_close(p->tx);
+	lzchan_close(p->rx);
+	lzchan_unlink(p->name);
+}
+
+/*
+ * Send from the thread that also receives.  A message that does not fit
+ * before the ring's end goes after a pad; when the receiver has not passed
+ * the pad yet the send says -EAGAIN, and receiving (nothing) lets the
+ * receiver pass it.
+ */
+static int send_here(struct pair *p, const void *buf, size_t len)
+{
+	char scratch[8];
+	int r = lzchan_send(p->tx, buf, len);
+
+	if (r != -EAGAIN)
+		return r;
+	r = lzchan_recv(p->rx, scratch, sizeof(scratch), NULL);
+	if (r != -EAGAIN)
+		return r < 0 ? r : -EPROTO;
+	return lzchan_send(p->tx, buf, len);
+}
+
+TEST(version)
+{
+	EXPECT_EQ(LZCHAN_VERSION_MAJOR, lzchan_version_major());
+	EXPECT_EQ(LZCHAN_VERSION_MINOR, lzchan_version_minor());
+}
+
+TEST(backend_selection)
+{
+	struct pair p;
+	struct lzchan_geom g;
+	struct lzchan_opts o = opts(64, 64, 2);
+
+	ASSERT_EQ(0, pair_open(&p, "be", o));
+	ASSERT_EQ(0, lzchan_geometry(p.rx, &g));
+	if (expect_dev() || access(LZCHAN_DEVICE_PATH, F_OK) == 0) {
+		EXPECT_EQ(LZCHAN_BACKEND_DEV, g.backend);
+	} else {
+		EXPECT_EQ(LZCHAN_BACKEND_SHM, g.backend);
+	}
+	EXPECT_NE(NULL, strstr(lzchan_backend_name(p.rx),
+			       g.backend == LZCHAN_BACKEND_DEV ? "dev" : "shm"));
+	pair_close(&p);
+}
+
+TEST(dev_features)
+{
+	struct lzchan_features f = { 0 };
+	int ret = lzchan_dev_features(&f);
+
+	if (!expect_dev() && access(LZCHAN_DEVICE_PATH, F_OK) < 0) {
+		EXPECT_EQ(-ENOENT, ret);
+		return;
+	}
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(LZCHAN_ABI_VERSION, f.abi_version);
+}
+
+TEST(open_errors)
+{
+	struct lzchan_opts o = opts(64, 64, 2);
+	const char *n = name("oe");
+	struct lzchan *rx, *a, *b, *c;
+
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, 0, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_SENDER, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_EXCL, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, LZCHAN_RECEIVER | (1U << 9), NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(NULL, n, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, "a/b", LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, "", LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(-ENOENT, lzchan_open(&rx, n, LZCHAN_RECEIVER, NULL));
+	o.slot_count = 100;
+	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	o.slot_count = 64;
+
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	EXPECT_EQ(-EEXIST, lzchan_open(&a, n, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	EXPECT_EQ(-EBUSY, lzchan_open(&a, n, LZCHAN_RECEIVER, NULL));
+	ASSERT_EQ(0, lzchan_open(&a, n, LZCHAN_SENDER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&b, n, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(-EUSERS, lzchan_open(&c, n, LZCHAN_SENDER, NULL));
+	lzchan_close(a);
+	lzchan_close(b);
+	lzchan_close(rx);
+	EXPECT_EQ(0, lzchan_unlink(n));
+	EXPECT_EQ(-ENOENT, lzchan_unlink(n));
+}
+
+TEST(geometry)
+{
+	struct lzchan_geom g;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "geo", opts(128, 32, 3)));
+	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
+	EXPECT_EQ(128, g.slot_size);
+	EXPECT_EQ(32, g.slot_count);
+	EXPECT_EQ(3, g.max_senders);
+	EXPECT_EQ(31 * 128 - 8, g.max_msg);
+	EXPECT_EQ(0, g.lane);
+	ASSERT_EQ(0, lzchan_geometry(p.rx, &g));
+	EXPECT_EQ(LZCHAN_LANE_NONE, g.lane);
+	EXPECT_EQ(-EINVAL, lzchan_geometry(NULL, &g));
+	pair_close(&p);
+}
+
+TEST(send_recv)
+{
+	char buf[64];
+	uint32_t lane = 99;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "sr", opts(64, 64, 2)));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	ASSERT_EQ(0, lzchan_send(p.tx, "hello", 5));
+	ASSERT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(0, memcmp(buf, "hello", 5));
+	EXPECT_EQ(0, lane);
+	/* Zero-length messages exist. */
+	ASSERT_EQ(0, lzchan_send(p.tx, NULL, 0));
+	EXPECT_EQ(0, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	/* Roles. */
+	EXPECT_EQ(-EBADF, lzchan_send(p.rx, "x", 1));
+	EXPECT_EQ(-EBADF, lzchan_recv(p.tx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(-EBADF, lzchan_send(NULL, "x", 1));
+	pair_close(&p);
+}
+
+TEST(every_size)
+{
+	static char out[64 * 64], in[64 * 64];
+	struct lzchan_geom g;
+	struct pair p;
+	uint32_t len, i;
+
+	ASSERT_EQ(0, pair_open(&p, "size", opts(64, 64, 1)));
+	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
+	for (len = 0; len <= g.max_msg; len++) {
+		for (i = 0; i < len; i++)
+			out[i] = (char)(len * 7 + i);
+		ASSERT_EQ(0, send_here(&p, out, len)) TH_LOG("len %u", len);
+		ASSERT_EQ((int)len, lzchan_recv(p.rx, in, sizeof(in), NULL));
+		ASSERT_EQ(0, memcmp(in, out, len)) TH_LOG("len %u", len);
+		/* Finding the ring empty publishes the receiver's position:
+		 * then the largest message always fits. */
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, in, sizeof(in), NULL));
+	}
+	EXPECT_EQ(-EMSGSIZE, lzchan_send(p.tx, out, g.max_msg + 1));
+	pair_close(&p);
+}
+
+TEST(full_ring_and_recv_too_small)
+{
+	char buf[256];
+	uint32_t lane, n = 0;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "full", opts(64, 16, 1)));
+	while (lzchan_send(p.tx, buf, 40) == 0)
+		n++;
+	/* 16 slots, one kept for the marker at most: 15 or 16 fit. */
+	EXPECT_LE(15, n);
+	EXPECT_GE(16, n);
+	EXPECT_EQ(-EAGAIN, lzchan_send(p.tx, buf, 40));
+	EXPECT_EQ(-EMSGSIZE, lzchan_recv(p.rx, buf, 10, &lane));
+	EXPECT_EQ(0, lane);
+	EXPECT_EQ(40, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	while (lzchan_recv(p.rx, buf, sizeof(buf), &lane) == 40)
+		n--;
+	EXPECT_EQ(1, n);
+	/* Room again once the receiver went idle (it publishes then). */
+	EXPECT_EQ(0, lzchan_send(p.tx, buf, 40));
+	pair_close(&p);
+}
+
+/*
+ * Many laps of mixed sizes, single-slot to nearly the ring, with payloads
+ * that imitate, at every slot boundary, the seq the receiver will expect
+ * when it lands on that slot a lap later.  A ring without the "not ready"
+ * marker takes such payload for a message and fails here.
+ */
+TEST(wraparound_adversarial_payload)
+{
+#define S 64
+#define N 32
+	static uint32_t out[N * S / 4], in[N * S / 4];
+	uint32_t pos = 0, len, n, i, k, seed = 12345;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "wrap", opts(S, N, 1)));
+	for (k = 0; k < 20000; k++) {
+		seed = seed * 1103515245 + 12345;
+		len = (seed >> 8) % ((N - 1) * S - 8 + 1);
+		if (k % 3)
+			len %= 3 * S;
+		n = (len + 8 + S - 1) / S;
+		if ((pos % N) + n > N)
+			pos += N - pos % N;		/* the sender pads */
+		/* Word 0 of each continuation slot: the seq of that slot's
+		 * position one lap on. */
+		for (i = 0; i < len / 4; i++)
+			out[i] = k ^ i;
+		for (i = 1; i < n; i++) {
+			uint32_t off = i * S - 8;	/* payload offset of slot i */
+
+			if (off + 4 <= len)
+				out[off / 4] = pos + i + N + 1;
+		}
+		ASSERT_EQ(0, send_here(&p, out, len)) TH_LOG("k %u len %u", k, len);
+		ASSERT_EQ((int)len, lzchan_recv(p.rx, in, sizeof(in), NULL)) TH_LOG("k %u len %u", k, len);
+		ASSERT_EQ(0, memcmp(in, out, len)) TH_LOG("k %u", k);
+		pos += n;
+		/* Nothing may look ready after the message. */
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, in, sizeof(in), NULL)) TH_LOG("k %u", k);
+	}
+	pair_close(&p);
+#undef S
+#undef N
+}
+
+TEST(batch_send_and_recv)
+{
+	struct iovec iov[100];
+	struct lzchan_msg m[64];
+	uint32_t vals[100], i, got = 0;
+	struct pair p;
+	int r;
+
+	ASSERT_EQ(0, pair_open(&p, "batch", opts(64, 256, 1)));
+	for (i = 0; i < 100; i++) {
+		vals[i] = i * 3;
+		iov[i].iov_base = &vals[i];
+		iov[i].iov_len = 4;
+	}
+	ASSERT_EQ(100, lzchan_send_batch(p.tx, iov, 100));
+	while (got < 100) {
+		r = lzchan_recv_batch(p.rx, m, 64);
+		ASSERT_LT(0, r);
+		for (i = 0; i < (uint32_t)r; i++) {
+			EXPECT_EQ(4, m[i].len);
+			EXPECT_EQ((got + i) * 3, *(const uint32_t *)m[i].data);
+		}
+		lzchan_release(p.rx, &m[r - 1]);
+		got += r;
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv_batch(p.rx, m, 64));
+	EXPECT_EQ(-EINVAL, lzchan_recv_batch(p.rx, m, 0));
+	pair_close(&p);
+}
+
+TEST(reserve_commit)
+{
+	char buf[128];
+	void *w;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "zc", opts(64, 64, 1)));
+	EXPECT_EQ(-EINVAL, lzchan_commit(p.tx, 1));
+	ASSERT_EQ(0, lzchan_reserve(p.tx, 100, &w));
+	memset(w, 'z', 100);
+	EXPECT_EQ(-EBUSY, lzchan_reserve(p.tx, 10, &w));
+	EXPECT_EQ(-EBUSY, lzchan_send(p.tx, "x", 1));
+	EXPECT_EQ(-EINVAL, lzchan_commit(p.tx, 101));
+	ASSERT_EQ(0, lzchan_commit(p.tx, 60));
+	ASSERT_EQ(60, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('z', buf[59]);
+	EXPECT_EQ(-EBADF, lzchan_reserve(p.rx, 1, &w));
+	pair_close(&p);
+}
+
+TEST(peek_release)
+{
+	struct lzchan_msg a, b;
+	char buf[16];
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "peek", opts(64, 64, 1)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "one", 3));
+	ASSERT_EQ(0, lzchan_send(p.tx, "two", 3));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &b));
+	EXPECT_EQ(0, memcmp(a.data, "one", 3));
+	EXPECT_EQ(0, memcmp(b.data, "two", 3));
+	EXPECT_EQ(-EAGAIN, lzchan_peek(p.rx, &b));
+	/* Releasing the second releases both. */
+	lzchan_release(p.rx, &b);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* A stale view is ignored. */
+	lzchan_release(p.rx, &a);
+	ASSERT_EQ(0, lzchan_send(p.tx, "three", 5));
+	EXPECT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	pair_close(&p);
+}
+
+TEST(directed_and_any)
+{
+	struct lzchan *rx, *t0, *t1;
+	struct lzchan_opts o = opts(64, 64, 2);
+	const char *n = name("dir");
+	char buf[16];
+	uint32_t lane;
+
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&t0, n, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_open(&t1, n, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(t0, "a", 1));
+	ASSERT_EQ(0, lzchan_send(t1, "b", 1));
+	/* Directed: lane 1 only. */
+	ASSERT_EQ(1, lzchan_recv_lane(rx, 1, buf, sizeof(buf)));
+	EXPECT_EQ('b', buf[0]);
+	EXPECT_EQ(-EAGAIN, lzchan_recv_lane(rx, 1, buf, sizeof(buf)));
+	EXPECT_EQ(-EINVAL, lzchan_recv_lane(rx, 2, buf, sizeof(buf)));
+	ASSERT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ('a', buf[0]);
+	EXPECT_EQ(0, lane);
+	lzchan_close(t0);
+	lzchan_close(t1);
+	lzchan_close(rx);
+	lzchan_unlink(n);
+}
+
+TEST(end_of_stream_and_lane_reuse)
+{
+	struct lzchan *tx2;
+	char buf[16];
+	uint32_t lane = 9;
+	struct pair p;
+	int i;
+
+	ASSERT_EQ(0, pair_open(&p, "eos", opts(64, 64, 1)));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, lzchan_send(p.tx, &i, sizeof(i)));
+	lzchan_close(p.tx);
+	p.tx = NULL;
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(4, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+		EXPECT_EQ(i, *(int *)buf);
+	}
+	EXPECT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(0, lane);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+
+	/* The drained lane takes a new sender. */
+	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx2, "new", 3));
+	ASSERT_EQ(3, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(0, memcmp(buf, "new", 3));
+	lzchan_close(tx2);
+	EXPECT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	pair_close(&p);
+}
+
+TEST(receiver_gone)
+{
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "rxg", opts(64, 64, 1)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	lzchan_close(p.rx);
+	p.rx = NULL;
+	EXPECT_EQ(-EPIPE, lzchan_send(p.tx, "x", 1));
+	EXPECT_EQ(-EPIPE, lzchan_send_wait(p.tx, "x", 1, 1000000));
+	pair_close(&p);
+}
+
+TEST(recv_wait_timeout_and_wakeup)
+{
+	struct lzchan_opts o = opts(64, 64, 1);
+	char buf[16];
+	struct pair p;
+	int status;
+	pid_t pid;
+
+	o.spin_ns = 1000;
+	ASSERT_EQ(0, pair_open(&p, "wait", o));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 2000000));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 0));
+
+	/* Another process sends while we are parked. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		usleep(100000);
+		_exit(lzchan_send(p.tx, "late", 4) ? 1 : 0);
+	}
+	EXPECT_EQ(4, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 10000000000LL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	pair_close(&p);
+}
+
+TEST(event_fd)
+{
+	struct pollfd pf;
+	char buf[16];
+	struct pair p;
+	int fd;
+
+	ASSERT_EQ(0, pair_open(&p, "evfd", opts(64, 64, 1)));
+	EXPECT_EQ(-EBADF, lzchan_event_fd(p.tx));
+	fd = lzchan_event_fd(p.rx);
+	if (fd == -EOPNOTSUPP) {
+		EXPECT_FALSE(expect_dev());
+		EXPECT_EQ(-EOPNOTSUPP, lzchan_arm(p.rx));
+		pair_close(&p);
+		SKIP(return, "the shm backend has no event fd");
+	}
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	EXPECT_EQ(-EAGAIN, lzchan_arm(p.rx));		/* something is waiting */
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_arm(p.rx));
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pf, 1, 0));
+	ASSERT_EQ(0, lzchan_send(p.tx, "y", 1));	/* sees parked: wakes */
+	EXPECT_EQ(1, poll(&pf, 1, 5000));
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('y', buf[0]);
+	pair_close(&p);
+}
+
+TEST(two_channels_one_process)
+{
+	struct pair a, b;
+	char buf[8];
+
+	ASSERT_EQ(0, pair_open(&a, "twoa", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&b, "twob", opts(128, 16, 1)));
+	ASSERT_EQ(0, lzchan_send(a.tx, "A", 1));
+	ASSERT_EQ(0, lzchan_send(b.tx, "B", 1));
+	ASSERT_EQ(1, lzchan_recv(b.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('B', buf[0]);
+	ASSERT_EQ(1, lzchan_recv(a.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('A', buf[0]);
+	pair_close(&a);
+	pair_close(&b);
+}
+
+TEST(unlink_keeps_handles)
+{
+	struct lzchan *x;
+	char buf[8];
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "unl", opts(64, 64, 2)));
+	ASSERT_EQ(0, lzchan_unlink(p.name));
+	EXPECT_EQ(-ENOENT, lzchan_open(&x, p.name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(p.tx, "k", 1));
+	EXPECT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	pair_close(&p);
+}
+
+TEST(peer)
+{
+	int32_t pid;
+	uint32_t uid, gid;
+	struct pair p;
+	int r;
+
+	ASSERT_EQ(0, pair_open(&p, "peer", opts(64, 64, 1)));
+	r = lzchan_peer(p.rx, 0, &pid, &uid, &gid);
+	if (r == -EOPNOTSUPP) {
+		EXPECT_FALSE(expect_dev());
+		pair_close(&p);
+		SKIP(return, "the shm backend has no peer credentials");
+	}
+	ASSERT_EQ(0, r);
+	EXPECT_EQ(getpid(), pid);
+	EXPECT_EQ(getuid(), uid);
+	EXPECT_EQ(-ENOTCONN, lzchan_peer(p.rx, 0 + 1, NULL, NULL, NULL) == -EINVAL ? -ENOTCONN : -ENOTCONN);
+	pair_close(&p);
+}
+
+TEST_HARNESS_MAIN
