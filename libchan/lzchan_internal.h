@@ -60,6 +60,7 @@ struct lzchan {
 	struct lzchan_shm_rx *rx;
 	char *rx_lanes;				/* rx: per-lane lines */
 	uint64_t *bell;
+	uint32_t *wake_word;		/* shm: senders' wake counter (bell area) */
 	struct lzchan_layout layout;
 	void *map_base;			/* shm: the whole file */
 	size_t map_len;
@@ -87,6 +88,7 @@ struct lzchan {
 	uint64_t *bell_seen;
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */
+	uint32_t wake_seen;		/* shm: wake_word before the last look */
 	bool armed;
 	bool have_membarrier;
 	uint32_t spin_ns;

@@ -384,6 +384,10 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	uint32_t i;
 
 	ch->sleepy_after = SLEEPY_AFTER;
+	/* Continue the park episodes of earlier receivers (awake: even), so
+	 * no sender takes a new episode for one it already woke. */
+	ch->parked = (__lz_load(&ch->rx->parked) + 1) & ~1U;
+	__lz_store(&ch->rx->parked, ch->parked);
 	for (i = 0; i < ch->max_senders; i++) {
 		struct __lzchan_rxlane *rl = &ch->lanes[i];
 		uint64_t st = __lz_load_acq(&rl->info->status);

@@ -202,6 +202,7 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 	ch->rx = (struct lzchan_shm_rx *)rxa;
 	ch->rx_lanes = rxa + l->rx_lanes;
 	ch->bell = (uint64_t *)bell;
+	ch->wake_word = (uint32_t *)(bell + l->bell_size - LZCHAN_BELL_WAKE_BACK);
 	ch->bell_words = (ch->max_senders + 63) / 64;
 
 	if (rx) {

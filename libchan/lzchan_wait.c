@@ -85,7 +85,12 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 		 * send reports the last. */
 		(void)ioctl(ch->fd, LZCHAN_IOC_WAKE);
 	} else {
-		syscall(SYS_futex, &ch->rx->parked, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+		/* Change the word the receiver waits on, then wake it: a wake
+		 * landing before its futex wait then makes the wait return.
+		 * Pairs with the acquire load of wake_word in
+		 * __lz_prepare_park(). */
+		__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, ch->wake_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
 }
 
@@ -105,6 +110,15 @@ static int __lz_prepare_park(struct lzchan *ch)
 {
 	int degraded;
 
+	/* shm: sample the wake counter *before* announcing "parked".  A sender
+	 * wakes an episode at most once, after seeing it announced, so its
+	 * increment then always postdates this sample and the futex wait
+	 * returns at once.  (Sampled after the announcement, a wake sent for
+	 * a message we had already taken could be counted in the sample and
+	 * spent, and the sender would not wake this episode again.)  The
+	 * acquire keeps the announcement after the sample; it pairs with the
+	 * senders' seq_cst increment in __lzchan_wake(). */
+	ch->wake_seen = __lz_load_acq(ch->wake_word);
 	__lz_set_parked(ch, true);
 	__lzchan_rx_publish_all(ch);		/* senders see all the room */
 	degraded = __lzchan_heavy_barrier(ch);
@@ -126,9 +140,9 @@ static void __lz_sleep(struct lzchan *ch, uint64_t ns)
 		if (ppoll(&p, 1, &ts, NULL) == 1 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
 			(void)0;	/* drained by someone: fine */
 	} else {
-		/* Returns at once if parked changed (it does not: only we
-		 * write it) or when a sender wakes us, or at the timeout. */
-		syscall(SYS_futex, &ch->rx->parked, FUTEX_WAIT, ch->parked, &ts, NULL, 0);
+		/* Returns at once if a sender woke us since wake_seen was
+		 * read, else at its wake or the timeout. */
+		syscall(SYS_futex, ch->wake_word, FUTEX_WAIT, ch->wake_seen, &ts, NULL, 0);
 	}
 }
 

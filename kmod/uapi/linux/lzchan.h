@@ -329,7 +329,13 @@ struct lzchan_shm_rx_lane {
 	__u32 pad[29];
 };					/* 128 bytes, one per lane */
 
-/* bell area: bit i of word i/64 is rung by lane i's sender. */
+/*
+ * bell area: bit i of word i/64 is toggled by lane i's sender; the last 64
+ * bytes (at bell_size - LZCHAN_BELL_WAKE_BACK) hold a counter that senders
+ * increment before a futex wake (libchan's shared-memory backend), so that
+ * a wake between the receiver's last look and its futex wait is not lost.
+ */
+#define LZCHAN_BELL_WAKE_BACK	64
 
 /* lane area: the sender's line, then slot_count slots of slot_size bytes. */
 struct lzchan_shm_tx {

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Stress: many sender processes into one receiver (exactly once, in order
+ * per sender, checksums intact); a receiver that parks whenever idle, fed
+ * after random pauses (no message lost, none late by more than 100 ms -- a
+ * lost-wakeup detector, not a speed check); peers killed mid-stream.
+ *
+ * Sizes scale with the environment: LZCHAN_STRESS_MSGS (per sender,
+ * default 2,000,000) and LZCHAN_WAKE_MSGS (default 200,000).  The VM rig,
+ * under software emulation, sets them lower.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lzchan.h>
+
+#include "kselftest_harness.h"
+
+#define NSENDERS	8
+#define TIMEOUT_NS	(60LL * 1000000000LL)
+
+struct msg_hdr {
+	uint32_t sender;
+	uint32_t seq;
+	uint32_t len;		/* whole message */
+	uint32_t sum;		/* FNV-1a of the bytes after the header */
+	uint64_t sent_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static uint32_t fnv(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+static unsigned long env_count(const char *var, unsigned long dflt)
+{
+	const char *e = getenv(var);
+
+	return e && *e ? strtoul(e, NULL, 0) : dflt;
+}
+
+static const char *chan_name(const char *prefix)
+{
+	static char buf[LZCHAN_NAME_SIZE];
+
+	snprintf(buf, sizeof(buf), "%s.%d", prefix, getpid());
+	return buf;
+}
+
+/* A message of @len bytes (>= header) from @sender, number @seq. */
+static void fill(unsigned char *buf, uint32_t sender, uint32_t seq, uint32_t len)
+{
+	struct msg_hdr *h = (void *)buf;
+	uint32_t i, x = sender * 2654435761u ^ seq;
+
+	for (i = sizeof(*h); i < len; i++) {
+		x = x * 1664525u + 1013904223u;
+		buf[i] = x >> 24;
+	}
+	h->sender = sender;
+	h->seq = seq;
+	h->len = len;
+	h->sum = fnv(buf + sizeof(*h), len - sizeof(*h));
+	h->sent_ns = now_ns();
+}
+
+/* Mixed sizes: mostly one slot, some a few, now and then a big one. */
+static uint32_t pick_len(uint32_t *rng, uint32_t max)
+{
+	uint32_t r;
+
+	*rng = *rng * 1103515245u + 12345u;
+	r = *rng >> 8;
+	if (r % 64 == 0)
+		return sizeof(struct msg_hdr) + r % (max - sizeof(struct msg_hdr) + 1);
+	if (r % 4 == 0)
+		return sizeof(struct msg_hdr) + r % 400;
+	return sizeof(struct msg_hdr) + r % (56 - sizeof(struct msg_hdr) + 1);
+}
+
+static int sender_main(const char *name, uint32_t id, unsigned long count)
+{
+	static unsigned char buf[65536];
+	struct lzchan_geom g;
+	struct lzchan *tx;
+	uint32_t rng = id + 1, len, max;
+	unsigned long i;
+	int r;
+
+	r = lzchan_open(&tx, name, LZCHAN_SENDER, NULL);
+	if (r)
+		return 10;
+	lzchan_geometry(tx, &g);
+	max = g.max_msg < sizeof(buf) ? g.max_msg : sizeof(buf);
+	if (max > 4096)
+		max = 4096;
+	for (i = 0; i < count; i++) {
+		len = pick_len(&rng, max);
+		fill(buf, id, i, len);
+		r = lzchan_send_wait(tx, buf, len, TIMEOUT_NS);
+		if (r)
+			return 11;
+	}
+	lzchan_close(tx);
+	return 0;
+}
+
+TEST(many_senders_exactly_once_in_order)
+{
+	static unsigned char buf[65536];
+	unsigned long count = env_count("LZCHAN_STRESS_MSGS", 2000000), total = 0;
+	uint32_t next[NSENDERS] = { 0 }, lane_of[NSENDERS], ended = 0, lane;
+	int32_t sender_on_lane[NSENDERS];
+	struct lzchan_opts o;
+	struct lzchan *rx;
+	const char *name = chan_name("stress");
+	pid_t pids[NSENDERS];
+	int i, r, status;
+
+	lzchan_opts_init(&o);
+	o.slot_size = 64;
+	o.slot_count = 4096;
+	o.max_senders = NSENDERS;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	for (i = 0; i < NSENDERS; i++) {
+		sender_on_lane[i] = -1;
+		lane_of[i] = ~0U;
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(sender_main(name, i, count));
+	}
+
+	while (ended < NSENDERS) {
+		struct msg_hdr *h = (void *)buf;
+
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, TIMEOUT_NS);
+		if (r == -EPIPE) {
+			ASSERT_LT(lane, NSENDERS);
+			ASSERT_LE(0, sender_on_lane[lane]) TH_LOG("end of a lane never used");
+			EXPECT_EQ(count, next[sender_on_lane[lane]]) TH_LOG("sender %d", sender_on_lane[lane]);
+			ended++;
+			continue;
+		}
+		ASSERT_LE((int)sizeof(*h), r) TH_LOG("recv: %d after %lu", r, total);
+		ASSERT_EQ((uint32_t)r, h->len);
+		ASSERT_LT(h->sender, NSENDERS);
+		ASSERT_EQ(fnv(buf + sizeof(*h), r - sizeof(*h)), h->sum) TH_LOG("torn message");
+		/* Each sender keeps its lane: the lane tells who sent it. */
+		if (sender_on_lane[lane] < 0) {
+			sender_on_lane[lane] = h->sender;
+			ASSERT_EQ(~0U, lane_of[h->sender]);
+			lane_of[h->sender] = lane;
+		}
+		ASSERT_EQ((int32_t)h->sender, sender_on_lane[lane]);
+		ASSERT_EQ(next[h->sender], h->seq) TH_LOG("sender %u out of order", h->sender);
+		next[h->sender]++;
+		total++;
+	}
+	EXPECT_EQ(count * NSENDERS, total);
+	for (i = 0; i < NSENDERS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			TH_LOG("sender %d status 0x%x", i, status);
+	}
+	TH_LOG("%lu messages from %d processes, backend %s", total,
+		       NSENDERS, lzchan_backend_name(rx));
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+static void spin_until(uint64_t t)
+{
+	while (now_ns() < t)
+		;
+}
+
+TEST(parked_receiver_never_misses_a_wakeup)
+{
+	unsigned long count = env_count("LZCHAN_WAKE_MSGS", 200000), i;
+	unsigned char buf[64];
+	struct msg_hdr *h = (void *)buf;
+	const char *name = chan_name("wake");
+	uint64_t late, worst = 0, sum = 0;
+	struct lzchan_opts o;
+	struct lzchan *rx;
+	int status, r;
+	pid_t pid;
+
+	lzchan_opts_init(&o);
+	o.spin_ns = 0;		/* park whenever idle */
+	o.max_senders = 1;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct lzchan *tx;
+		uint32_t rng = 7;
+
+		if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL))
+			_exit(10);
+		for (i = 0; i < count; i++) {
+			rng = rng * 1103515245u + 12345u;
+			spin_until(now_ns() + (rng >> 8) % 200001);	/* 0..200 us */
+			fill(buf, 0, i, sizeof(buf));
+			if (lzchan_send_wait(tx, buf, sizeof(buf), TIMEOUT_NS))
+				_exit(11);
+		}
+		lzchan_close(tx);
+		_exit(0);
+	}
+	for (i = 0; i < count; i++) {
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), NULL, TIMEOUT_NS);
+		ASSERT_EQ((int)sizeof(buf), r) TH_LOG("message %lu: %d", i, r);
+		ASSERT_EQ(i, h->seq);
+		late = now_ns() - h->sent_ns;
+		sum += late;
+		if (late > worst)
+			worst = late;
+	}
+	EXPECT_EQ(-EPIPE, lzchan_recv_wait(rx, buf, sizeof(buf), NULL, TIMEOUT_NS));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("%lu wakeups: mean %.1f us, worst %.1f us after sending",
+		       count, sum / 1000.0 / count, worst / 1000.0);
+	/* Not a speed check: a lost wakeup shows as a message ~never delivered. */
+	EXPECT_GT(100000000ULL, worst);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/* SIGKILL a sender mid-stream: every complete message, then the end. */
+TEST(sender_killed_mid_stream)
+{
+	static unsigned char buf[8192];
+	struct msg_hdr *h = (void *)buf;
+	const char *name = chan_name("kill");
+	struct lzchan_opts o;
+	struct lzchan *rx;
+	uint32_t next = 0, lane;
+	int r, status;
+	pid_t pid;
+
+	lzchan_opts_init(&o);
+	o.slot_count = 256;
+	o.max_senders = 1;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct lzchan *tx;
+		uint32_t rng = 3, i;
+
+		if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL))
+			_exit(10);
+		for (i = 0; ; i++) {
+			uint32_t len = pick_len(&rng, 4000);
+
+			fill(buf, 0, i, len);
+			lzchan_send_wait(tx, buf, len, TIMEOUT_NS);
+		}
+	}
+	while (next < 20000) {
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, TIMEOUT_NS);
+		ASSERT_LE((int)sizeof(*h), r);
+		ASSERT_EQ(next, h->seq);
+		next++;
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	for (;;) {
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, TIMEOUT_NS);
+		if (r == -EPIPE)
+			break;
+		ASSERT_LE((int)sizeof(*h), r) TH_LOG("after the kill: %d", r);
+		ASSERT_EQ((uint32_t)r, h->len);
+		ASSERT_EQ(fnv(buf + sizeof(*h), r - sizeof(*h)), h->sum) TH_LOG("torn");
+		ASSERT_EQ(next, h->seq);
+		next++;
+	}
+	EXPECT_EQ(0, lane);
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 1000000));
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/* SIGKILL the receiver: senders get -EPIPE instead of hanging. */
+TEST(receiver_killed)
+{
+	const char *name = chan_name("rkill");
+	struct lzchan_opts o;
+	struct lzchan *tx;
+	char buf[64] = "x";
+	int ready[2], r, status;
+	pid_t pid;
+
+	lzchan_opts_init(&o);
+	o.slot_count = 64;
+	o.max_senders = 1;
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct lzchan *rx;
+
+		if (lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o))
+			_exit(10);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(11);
+		for (;;)
+			lzchan_recv_wait(rx, buf, sizeof(buf), NULL, -1);
+	}
+	ASSERT_EQ(1, read(ready[0], buf, 1));
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "a", 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	/* Keep sending: the ring fills, then the departure is noticed. */
+	do {
+		r = lzchan_send_wait(tx, buf, sizeof(buf), 10000000000LL);
+	} while (r == 0);
+	EXPECT_EQ(-EPIPE, r);
+	lzchan_close(tx);
+	lzchan_unlink(name);
+}
+
+TEST_HARNESS_MAIN
