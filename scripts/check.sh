@@ -27,6 +27,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 {
 	suite host/lzchan_lib ./lzchan_lib
 	suite host/lzchan_api ./lzchan_api
+	suite host/lzchan_stress ./lzchan_stress
 	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
