@@ -230,7 +230,8 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
 	ret = __lz_tx_prepare(ch, __lz_slots_for(ch, len), &marker);
 	if (ret)
 		return ret;
-	memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
+	if (len)	/* buf may be NULL for an empty message */
+		memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
 	__lz_tx_publish(ch, len, marker);
 	return 0;
 }

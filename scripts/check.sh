@@ -28,6 +28,15 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_lib ./lzchan_lib
 	suite host/lzchan_api ./lzchan_api
 	suite host/lzchan_stress ./lzchan_stress
+	suite host/lzchan_hostile ./lzchan_hostile
+	suite host/lzchan_threads ./lzchan_threads
+	# The library under the sanitizers: ASan+UBSan for the calls, the
+	# stress and the hostile peer; TSan for the threads.
+	suite host/asan/lzchan_api ./san/lzchan_api.asan
+	suite host/asan/lzchan_stress env LZCHAN_STRESS_MSGS=200000 LZCHAN_WAKE_MSGS=20000 \
+		./san/lzchan_stress.asan
+	suite host/asan/lzchan_hostile ./san/lzchan_hostile.asan
+	suite host/tsan/lzchan_threads env LZCHAN_THREAD_MSGS=50000 ./san/lzchan_threads.tsan
 	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
