@@ -8,6 +8,7 @@
 #   make deps       install/cache everything the build and tests need (root)
 #   make check      deps, build, host tests, VM tests on both kernels
 #   make vm-check KERNEL=bookworm|trixie   one VM run
+#   make run        the main job: two processes exchange messages
 #   make install    DESTDIR=, PREFIX= (default /usr/local)
 
 VERSION		:= 0.1.0
@@ -31,9 +32,9 @@ LIB_SRCS	:= $(wildcard libchan/*.c)
 LIB_HDRS	:= libchan/lzchan.h libchan/lzchan_internal.h kmod/uapi/linux/lzchan.h
 LIB_A		:= libchan/liblzchan.a
 LIB_SO		:= libchan/$(SONAME)
-TOOLS		:= tools/lzchan
+TOOLS		:= tools/lzchan tools/lzchan-demo
 
-.PHONY: all lib tools modules selftests deps check vm-check install clean
+.PHONY: all lib tools modules selftests deps check vm-check install clean run
 all: lib tools modules
 
 lib: $(LIB_A) $(LIB_SO) libchan/liblzchan.so libchan/lzchan.pc
@@ -62,7 +63,14 @@ libchan/lzchan.pc: libchan/lzchan.pc.in Makefile
 tools/%: tools/%.c $(LIB_A) $(LIB_HDRS)
 	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS)
 
+tools/lzchan-demo: tools/lzchan_demo.c $(LIB_A) $(LIB_HDRS)
+	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS)
+
 tools: $(TOOLS)
+
+# The main job: two unrelated processes exchange messages over a channel.
+run: lib tools
+	scripts/run.sh
 
 modules:
 	@test -n "$(KDIR)" -a -f "$(KDIR)/Makefile" || \
