@@ -25,7 +25,6 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 }
 
 {
-	suite host/lzchan_lib ./lzchan_lib
 	suite host/lzchan_api ./lzchan_api
 	suite host/lzchan_stress ./lzchan_stress
 	suite host/lzchan_hostile ./lzchan_hostile
