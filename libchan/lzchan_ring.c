@@ -62,6 +62,8 @@ void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size)
 	for (s = 0; s < slot_count; s++) {
 		struct lzchan_slot_hdr *h = (void *)(slots + (size_t)s * slot_size);
 
+		/* Relaxed: the release store of the lane status that follows
+		 * (module or __lzchan_shm_claim()) publishes the scrub. */
 		__lz_store(&h->len, 0);
 		__lz_store(&h->seq, s);
 	}
@@ -387,13 +389,18 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	ch->sleepy_after = SLEEPY_AFTER;
 	/* Continue the park episodes of earlier receivers (awake: even), so
 	 * no sender takes a new episode for one it already woke. */
+	/* Relaxed: only we write parked; senders read it after publishing
+	 * (see __lz_tx_notify()), and we are not parked yet. */
 	ch->parked = (__lz_load(&ch->rx->parked) + 1) & ~1U;
 	__lz_store(&ch->rx->parked, ch->parked);
 	for (i = 0; i < ch->max_senders; i++) {
 		struct __lzchan_rxlane *rl = &ch->lanes[i];
+		/* Pairs with the release store of the lane status (module or
+		 * shm sender): what it says about the lane is visible. */
 		uint64_t st = __lz_load_acq(&rl->info->status);
 
-		/* Continue where the last receiver published (0 at first). */
+		/* Continue where the last receiver published (0 at first).
+		 * Relaxed: words only receivers write, and we are the one. */
 		rl->head = rl->peek = rl->published = __lz_load(&rl->rxl->head);
 		rl->sleepy = __lz_load(&rl->rxl->sleepy);
 		rl->gen = LZCHAN_STATUS_GEN(st);
@@ -412,6 +419,8 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 			__lz_active_add(ch, i);
 		}
 	}
+	/* Relaxed: the bell is a hint, compared against later (see
+	 * __lz_rx_bell()); the barrier below covers rings before this. */
 	for (i = 0; i < ch->bell_words; i++)
 		ch->bell_seen[i] = __lz_load(&ch->bell[i]);
 	/* Senders that published before seeing "sleepy" are found here. */
@@ -465,6 +474,7 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 {
 	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	/* Pairs with the shm sender's release store of its status. */
 	uint64_t st = __lz_load_acq(&rl->info->status);
 
 	if (ch->backend != LZCHAN_BACKEND_SHM ||

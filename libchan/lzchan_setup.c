@@ -510,6 +510,9 @@ static bool __lzchan_shm_lane_reusable(struct lzchan *ch, uint32_t i, uint32_t g
 	/* Pairs with the receiver's release store of close_ack. */
 	if (__lz_load_acq(&rxl->close_ack) == gen)
 		return true;
+	/* Relaxed: the old sender is dead (we hold its lock), nothing of it
+	 * changes any more; head only ever grows, and a stale one errs on
+	 * the side of "not reusable". */
 	head = __lz_load(&rxl->head);
 	return __lz_load(&__lzchan_slot(ch, slots, head)->seq) != head + 1;
 }
@@ -523,6 +526,7 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 
 		if (__lzchan_lock(ch->fd, LOCK_BASE))
 			return -EBUSY;
+		/* Relaxed: we hold the receiver lock, no one else writes it. */
 		st = __lz_load(&ch->hdr->rx_status);
 		/* Pairs with the senders' acquire loads of rx_status. */
 		__lz_store_rel(&ch->hdr->rx_status,
