@@ -322,11 +322,17 @@ struct lzchan_shm_rx {
 	__u32 pad[31];
 };					/* 128 bytes */
 
+/*
+ * head, which the receiver rewrites as it goes, and the words the sender
+ * reads on every send (sleepy) sit on different cache lines, so that
+ * publishing progress does not cost the sender a miss per message.
+ */
 struct lzchan_shm_rx_lane {
 	__u32 head;			/* messages consumed (lazily published) */
+	__u32 pad0[15];
 	__u32 sleepy;			/* receiver stopped polling this lane */
 	__u32 close_ack;		/* = lane gen once its close was drained */
-	__u32 pad[29];
+	__u32 pad1[14];
 };					/* 128 bytes, one per lane */
 
 /*
