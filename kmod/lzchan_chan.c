@@ -393,7 +393,7 @@ int lzchan_chan_create(struct lzchan_create *c)
 		c->created = 0;
 		goto out_unreserve;
 	}
-	chan->linked = true;
+	WRITE_ONCE(chan->linked, true);	/* read unlocked in lzchan_chan_stat() */
 	hash_add(lzchan_names, &chan->hnode, lzchan_name_hash(chan->ns, chan->name));
 	mutex_unlock(&lzchan_lock);
 	c->created = 1;
@@ -417,7 +417,7 @@ out_unlock_free:
 static void lzchan_chan_unlink_locked(struct lzchan_chan *chan)
 {
 	hash_del(&chan->hnode);
-	chan->linked = false;
+	WRITE_ONCE(chan->linked, false);	/* read unlocked in lzchan_chan_stat() */
 	lzchan_chan_put_locked(chan);	/* the name's reference */
 }
 
@@ -482,6 +482,7 @@ void lzchan_chan_unlink_all(void)
 
 unsigned int lzchan_chan_count(void)
 {
+	/* Unlocked snapshot for sysfs; writers hold lzchan_lock. */
 	return READ_ONCE(lzchan_nr_channels);
 }
 
@@ -526,6 +527,10 @@ static bool lzchan_lane_reusable(struct lzchan_chan *chan, u32 i)
 	 * close_ack after it drained the lane. */
 	if (smp_load_acquire(&rxl->close_ack) == chan->lanes[i].gen)
 		return true;
+	/* The old sender is gone (its file was released), so the slot no
+	 * longer changes; head (receiver-written, lazily published) only
+	 * grows, and a stale one errs towards "not reusable".  head is masked
+	 * by lzchan_slot(): any value stays inside the lane. */
 	head = READ_ONCE(rxl->head);
 	return READ_ONCE(lzchan_slot(chan, i, head)->seq) != head + 1;
 }
@@ -549,6 +554,8 @@ static void lzchan_lane_scrub(struct lzchan_chan *chan, u32 i)
 	for (s = 0; s < chan->slot_count; s++) {
 		struct lzchan_slot_hdr *h = lzchan_slot(chan, i, s);
 
+		/* Published by the release store of the lane status that
+		 * follows in lzchan_attach_sender() (lzchan_shm_set_status). */
 		WRITE_ONCE(h->len, 0);
 		WRITE_ONCE(h->seq, s);
 		if (!(s & 1023))
@@ -592,7 +599,7 @@ static int lzchan_attach_receiver(struct lzchan_chan *chan)
 	lockdep_assert_held(&chan->lock);
 	if (chan->rx_attached)
 		return -EBUSY;
-	chan->rx_attached = true;
+	WRITE_ONCE(chan->rx_attached, true);	/* read unlocked in lzchan_chan_wake() */
 	chan->rx_gen++;
 	chan->rx_pid = get_pid(task_tgid(current));
 	chan->rx_euid = current_euid();
@@ -681,7 +688,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 
 	mutex_lock(&chan->lock);
 	if (f->role == LZCHAN_OPEN_RECEIVER) {
-		chan->rx_attached = false;
+		WRITE_ONCE(chan->rx_attached, false);	/* read unlocked in lzchan_chan_wake() */
 		put_pid(chan->rx_pid);
 		chan->rx_pid = NULL;
 		lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status,
@@ -749,7 +756,7 @@ int lzchan_chan_wake(struct lzchan_file *f)
 		lzchan_eventfd_signal(chan->evctx);
 		atomic64_inc(&chan->wakeups);
 		ret = 1;
-	} else if (!READ_ONCE(chan->rx_attached)) {
+	} else if (!READ_ONCE(chan->rx_attached)) {	/* WRITE_ONCE under chan->lock */
 		ret = -EPIPE;
 	}
 	spin_unlock(&chan->evlock);
@@ -810,7 +817,7 @@ void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st)
 	u32 i;
 
 	memset(st, 0, sizeof(*st));
-	if (READ_ONCE(chan->linked))
+	if (READ_ONCE(chan->linked))	/* WRITE_ONCE under lzchan_lock */
 		strscpy(st->name, chan->name, sizeof(st->name));
 	st->uid = from_kuid_munged(uns, chan->uid);
 	st->gid = from_kgid_munged(uns, chan->gid);

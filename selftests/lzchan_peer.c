@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 
 #include "kselftest_harness.h"
 #include "lzchan_test.h"
@@ -87,8 +88,10 @@ TEST(sender_killed_wakes_receiver)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int tx = lz_open(c.name, LZCHAN_OPEN_SENDER, NULL);
+		int tx;
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failure */
+		tx = lz_open(c.name, LZCHAN_OPEN_SENDER, NULL);
 		if (write(ready[1], tx >= 0 ? "y" : "n", 1) != 1)
 			_exit(1);
 		pause();

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,14 @@ static uint32_t fnv(const unsigned char *p, size_t n)
 	while (n--)
 		h = (h ^ *p++) * 16777619u;
 	return h;
+}
+
+/* A child must never outlive a failed test: it would hold the output open. */
+static void die_with_parent(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(99);
 }
 
 static unsigned long env_count(const char *var, unsigned long dflt)
@@ -145,8 +154,10 @@ TEST(many_senders_exactly_once_in_order)
 		lane_of[i] = ~0U;
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
-		if (pids[i] == 0)
+		if (pids[i] == 0) {
+			die_with_parent();
 			_exit(sender_main(name, i, count));
+		}
 	}
 
 	while (ended < NSENDERS) {
@@ -217,6 +228,7 @@ TEST(parked_receiver_never_misses_a_wakeup)
 		struct lzchan *tx;
 		uint32_t rng = 7;
 
+		die_with_parent();
 		if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL))
 			_exit(10);
 		for (i = 0; i < count; i++) {
@@ -271,13 +283,15 @@ TEST(sender_killed_mid_stream)
 		struct lzchan *tx;
 		uint32_t rng = 3, i;
 
+		die_with_parent();
 		if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL))
 			_exit(10);
 		for (i = 0; ; i++) {
 			uint32_t len = pick_len(&rng, 4000);
 
 			fill(buf, 0, i, len);
-			lzchan_send_wait(tx, buf, len, TIMEOUT_NS);
+			if (lzchan_send_wait(tx, buf, len, TIMEOUT_NS))
+				_exit(12);	/* killed before this, normally */
 		}
 	}
 	while (next < 20000) {
@@ -323,6 +337,7 @@ TEST(receiver_killed)
 	if (pid == 0) {
 		struct lzchan *rx;
 
+		die_with_parent();
 		if (lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o))
 			_exit(10);
 		if (write(ready[1], "r", 1) != 1)
