@@ -32,7 +32,8 @@ LIB_SRCS	:= $(wildcard libchan/*.c)
 LIB_HDRS	:= libchan/lzchan.h libchan/lzchan_internal.h kmod/uapi/linux/lzchan.h
 LIB_A		:= libchan/liblzchan.a
 LIB_SO		:= libchan/$(SONAME)
-TOOLS		:= tools/lzchan tools/lzchan-demo
+TOOLS		:= tools/lzchan tools/lzchan-demo tools/lzchan-bench
+BENCH_SRCS	:= $(wildcard tools/bench/*.c)
 
 .PHONY: all lib tools modules selftests deps check vm-check install clean run
 all: lib tools modules
@@ -65,6 +66,11 @@ tools/%: tools/%.c $(LIB_A) $(LIB_HDRS)
 
 tools/lzchan-demo: tools/lzchan_demo.c $(LIB_A) $(LIB_HDRS)
 	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS)
+
+# The benchmark suite: libnuma for placement, PAPI for cache misses.
+tools/lzchan-bench: $(BENCH_SRCS) tools/bench/lzb.h $(LIB_A) $(LIB_HDRS)
+	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -Itools/bench -o $@ $(BENCH_SRCS) $(LIB_A) \
+		-lpapi -lnuma -lpthread -lm $(LDFLAGS)
 
 tools: $(TOOLS)
 

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ring: N senders -> 1 receiver, the Intel article's tables.
+ *
+ * Baselines, written here after the article's description (each sender
+ * owns one single-producer ring; the receiver polls the rings in turn):
+ *   classic        shared write and read pointers, each read/written by
+ *                  both sides on every message;
+ *   lazy           the ready flag is a sequence number inside the message,
+ *                  and the receiver publishes its read pointer only every
+ *                  half ring (lazy flow control);
+ *   lazy-cldemote  lazy, plus CLDEMOTE of each message after writing it.
+ * libchan, one channel with a lane per sender:
+ *   libchan        lzchan_send() / lzchan_recv() (a copy on each side);
+ *   libchan-batch  lzchan_send_batch() of --batch messages / lzchan_recv_batch();
+ *   libchan-zc     lzchan_reserve()+lzchan_commit() / lzchan_peek()+lzchan_release().
+ *
+ * A "64-byte message" is one cache line in the ring: 60 B of data and a
+ * 4 B sequence in the baselines, 56 B of payload and libchan's 8 B slot
+ * header in libchan (GB/s counts the 64 B line in both).
+ *
+ * Every receiver checks that each sender's messages arrive exactly once and
+ * in order (a counter in the payload), so --quick doubles as a test.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lzb.h"
+
+#define RING_MAX_SENDERS	64
+
+enum ring_impl {
+	IMPL_CLASSIC, IMPL_LAZY, IMPL_LAZY_DEMOTE,
+	IMPL_LIBCHAN, IMPL_LIBCHAN_BATCH, IMPL_LIBCHAN_ZC, IMPL_COUNT
+};
+static const char *const impl_names[IMPL_COUNT] = {
+	"classic", "lazy", "lazy-cldemote", "libchan", "libchan-batch", "libchan-zc"
+};
+
+/* A baseline ring's message: one line, the sequence in the last word. */
+struct ring_msg {
+	uint32_t data[15];
+	uint32_t seq;
+};
+
+/* One baseline ring; its pointers each on a line of their own. */
+struct ring {
+	_Alignas(64) uint32_t shared_wp;	/* classic only */
+	_Alignas(64) uint32_t shared_rp;
+	_Alignas(64) uint32_t size;
+	struct ring_msg *msgs;
+};
+
+struct ring_worker {
+	_Alignas(64) uint64_t ticks;	/* sender: its sending time */
+	long long misses;		/* -1: not counted */
+	uint64_t sent;
+	int err;
+};
+
+struct ring_run {
+	enum ring_impl impl;
+	int senders;
+	uint64_t per_sender;
+	uint32_t slots, size, batch;
+	char name[64];
+	struct lzb_barrier created, start;
+	struct ring *rings;		/* baselines: one per sender */
+	/* results */
+	uint64_t rx_ticks, rx_msgs;
+	long long rx_misses;
+	int rx_err;
+	int node;
+	char why[160];
+	struct ring_worker w[RING_MAX_SENDERS];
+};
+
+/* ---------- baselines ---------- */
+
+static void ring_init(struct ring *r, struct ring_msg *mem, uint32_t size)
+{
+	uint32_t i;
+
+	r->shared_wp = r->shared_rp = 0;
+	r->size = size;
+	r->msgs = mem;
+	/* seq of slot i starts one lap behind: never equal to a position yet. */
+	for (i = 0; i < size; i++) {
+		memset(&mem[i], 0, sizeof(mem[i]));
+		mem[i].seq = i - size;
+	}
+}
+
+static void ring_send_classic(struct ring *r, uint32_t wp, const struct ring_msg *m)
+{
+	struct ring_msg *slot = &r->msgs[wp & (r->size - 1)];
+	unsigned int spins = 0;
+
+	/* Pairs with the receiver's release store of shared_rp. */
+	while (wp - __atomic_load_n(&r->shared_rp, __ATOMIC_ACQUIRE) >= r->size - 1)
+		lzb_spin(&spins);
+	memcpy(slot->data, m->data, sizeof(slot->data));
+	slot->seq = wp;
+	/* Pairs with the receiver's acquire load of shared_wp. */
+	__atomic_store_n(&r->shared_wp, wp + 1, __ATOMIC_RELEASE);
+}
+
+static void ring_send_lazy(struct ring *r, uint32_t wp, const struct ring_msg *m, bool demote)
+{
+	struct ring_msg *slot = &r->msgs[wp & (r->size - 1)];
+	unsigned int spins = 0;
+
+	/* Pairs with the receiver's (lazy) release store of shared_rp. */
+	while (wp - __atomic_load_n(&r->shared_rp, __ATOMIC_ACQUIRE) == r->size)
+		lzb_spin(&spins);
+	memcpy(slot->data, m->data, sizeof(slot->data));
+	/* Pairs with the receiver's acquire load of seq. */
+	__atomic_store_n(&slot->seq, wp, __ATOMIC_RELEASE);
+	if (demote)
+		lzb_cldemote(slot);
+}
+
+/* Poll ring @r at @rp: 1 and the message's counter in *val, or 0. */
+static inline int ring_poll_classic(struct ring *r, uint32_t rp, uint32_t *val)
+{
+	const struct ring_msg *slot;
+
+	/* Pairs with the sender's release store of shared_wp. */
+	if (__atomic_load_n(&r->shared_wp, __ATOMIC_ACQUIRE) == rp)
+		return 0;
+	slot = &r->msgs[rp & (r->size - 1)];
+	if (slot->seq != rp)
+		return -1;
+	*val = slot->data[0];
+	/* Pairs with the sender's acquire load of shared_rp. */
+	__atomic_store_n(&r->shared_rp, rp + 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static inline int ring_poll_lazy(struct ring *r, uint32_t rp, uint32_t *val)
+{
+	const struct ring_msg *slot = &r->msgs[rp & (r->size - 1)];
+
+	/* Pairs with the sender's release store of seq. */
+	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != rp)
+		return 0;
+	*val = slot->data[0];
+	rp++;
+	/* Every half ring.  Pairs with the sender's acquire load. */
+	if (!(rp & ((r->size - 1) >> 1)))
+		__atomic_store_n(&r->shared_rp, rp, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* ---------- workers ---------- */
+
+static int ring_sender(struct ring_run *run, int i)
+{
+	struct ring_worker *w = &run->w[i - 1];
+	uint32_t payload = run->size - sizeof(struct lzchan_slot_hdr);
+	struct lzchan *ch = NULL;
+	struct ring_msg m;
+	struct lzb_ctr ctr;
+	uint64_t n = 0, t0;
+	unsigned int spins = 0;
+	struct iovec *iov = NULL;
+	char *bufs = NULL;
+	int r = 0;
+
+	memset(&m, 0, sizeof(m));
+	m.data[1] = (uint32_t)i;
+	lzb_barrier_wait(&run->created);
+	if (run->impl >= IMPL_LIBCHAN) {
+		ch = lzb_chan_tx(run->name);
+		if (run->impl == IMPL_LIBCHAN_BATCH) {
+			iov = calloc(run->batch, sizeof(*iov));
+			bufs = aligned_alloc(64, (size_t)run->batch * 64 + 64);
+			if (!iov || !bufs)
+				lzb_die("out of memory");
+			memset(bufs, 0, (size_t)run->batch * 64);
+		}
+	}
+	lzb_barrier_wait(&run->start);
+	lzb_ctr_start(&ctr);
+	t0 = lzb_rdtsc();
+	switch (run->impl) {
+	case IMPL_CLASSIC:
+		for (n = 0; n < run->per_sender; n++) {
+			m.data[0] = (uint32_t)n;
+			ring_send_classic(&run->rings[i - 1], (uint32_t)n, &m);
+		}
+		break;
+	case IMPL_LAZY:
+	case IMPL_LAZY_DEMOTE:
+		for (n = 0; n < run->per_sender; n++) {
+			m.data[0] = (uint32_t)n;
+			ring_send_lazy(&run->rings[i - 1], (uint32_t)n, &m,
+				       run->impl == IMPL_LAZY_DEMOTE);
+		}
+		break;
+	case IMPL_LIBCHAN:
+		for (n = 0; n < run->per_sender; n++) {
+			m.data[0] = (uint32_t)n;
+			while ((r = lzchan_send(ch, &m, payload)) == -EAGAIN)
+				lzb_spin(&spins);
+			if (r)
+				break;
+		}
+		break;
+	case IMPL_LIBCHAN_BATCH:
+		for (n = 0; n < run->per_sender; ) {
+			uint32_t k, cnt = run->batch;
+
+			if (cnt > run->per_sender - n)
+				cnt = (uint32_t)(run->per_sender - n);
+			for (k = 0; k < cnt; k++) {
+				uint32_t *d = (uint32_t *)(bufs + (size_t)k * 64);
+
+				d[0] = (uint32_t)(n + k);
+				d[1] = (uint32_t)i;
+				iov[k].iov_base = d;
+				iov[k].iov_len = payload;
+			}
+			for (k = 0; k < cnt; ) {
+				r = lzchan_send_batch(ch, iov + k, cnt - k);
+				if (r == -EAGAIN) {
+					lzb_spin(&spins);
+					continue;
+				}
+				if (r < 0)
+					break;
+				k += (uint32_t)r;
+				r = 0;
+			}
+			if (r)
+				break;
+			n += cnt;
+		}
+		break;
+	case IMPL_LIBCHAN_ZC:
+		for (n = 0; n < run->per_sender; n++) {
+			uint32_t *d;
+
+			while ((r = lzchan_reserve(ch, payload, (void **)&d)) == -EAGAIN)
+				lzb_spin(&spins);
+			if (r)
+				break;
+			d[0] = (uint32_t)n;
+			d[1] = (uint32_t)i;
+			r = lzchan_commit(ch, payload);
+			if (r)
+				break;
+		}
+		break;
+	default:
+		break;
+	}
+	w->ticks = lzb_rdtsc() - t0;
+	lzb_ctr_stop(&ctr);
+	w->misses = ctr.misses;
+	w->sent = n;
+	if (r) {
+		w->err = -r;
+		fprintf(stderr, "lzchan-bench: sender %d: %s\n", i, strerror(-r));
+	}
+	if (ch)
+		lzchan_close(ch);
+	free(iov);
+	free(bufs);
+	return r ? 1 : 0;
+}
+
+/* libchan receive loop; returns 0 or 1 (and says why in run->why). */
+static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t total,
+			   uint64_t *expect)
+{
+	uint32_t payload = run->size - sizeof(struct lzchan_slot_hdr);
+	struct lzchan_msg mb[64];
+	uint32_t buf[64], lane;
+	uint64_t got = 0;
+	unsigned int spins = 0;
+	int r, k;
+
+	while (got < total) {
+		const uint32_t *d;
+
+		switch (run->node == -2 ? IMPL_LIBCHAN_ZC : run->impl) {
+		case IMPL_LIBCHAN:
+			r = lzchan_recv(ch, buf, sizeof(buf), &lane);
+			if (r == -EAGAIN || r == -EPIPE) {	/* EPIPE: a sender finished */
+				lzb_spin(&spins);
+				continue;
+			}
+			if (r != (int)payload)
+				goto bad;
+			d = buf;
+			if (d[1] < 1 || d[1] > (uint32_t)run->senders || d[0] != (uint32_t)expect[d[1]])
+				goto order;
+			expect[d[1]]++;
+			got++;
+			break;
+		case IMPL_LIBCHAN_ZC:
+			r = lzchan_peek(ch, &mb[0]);
+			if (r == -EAGAIN || r == -EPIPE) {
+				lzb_spin(&spins);
+				continue;
+			}
+			if (r || mb[0].len != payload)
+				goto bad;
+			d = mb[0].data;
+			if (run->node == -2)
+				run->node = lzb_mem_node(d);
+			if (d[1] < 1 || d[1] > (uint32_t)run->senders || d[0] != (uint32_t)expect[d[1]])
+				goto order;
+			expect[d[1]]++;
+			lzchan_release(ch, &mb[0]);
+			got++;
+			break;
+		default:	/* batch */
+			r = lzchan_recv_batch(ch, mb, run->batch < 64 ? run->batch : 64);
+			if (r == -EAGAIN || r == -EPIPE) {
+				lzb_spin(&spins);
+				continue;
+			}
+			if (r < 0)
+				goto bad;
+			for (k = 0; k < r; k++) {
+				d = mb[k].data;
+				if (mb[k].len != payload)
+					goto bad;
+				if (d[1] < 1 || d[1] > (uint32_t)run->senders ||
+				    d[0] != (uint32_t)expect[d[1]])
+					goto order;
+				expect[d[1]]++;
+			}
+			lzchan_release(ch, &mb[r - 1]);
+			got += (uint64_t)r;
+			break;
+		}
+	}
+	run->rx_msgs = got;
+	return 0;
+bad:
+	snprintf(run->why, sizeof(run->why), "receive returned %d (%s), expected %u bytes",
+		 r, r < 0 ? strerror(-r) : "wrong length", payload);
+	return 1;
+order:
+	snprintf(run->why, sizeof(run->why), "message out of order or from nowhere");
+	return 1;
+}
+
+static int ring_receiver(struct ring_run *run)
+{
+	uint64_t total = (uint64_t)run->senders * run->per_sender, got = 0, t0;
+	uint64_t expect[RING_MAX_SENDERS + 1] = { 0 };
+	uint32_t rp[RING_MAX_SENDERS] = { 0 }, val;
+	struct lzchan *ch = NULL;
+	struct lzb_ctr ctr;
+	unsigned int spins = 0;
+	int i = 0, r, ret = 0;
+
+	if (run->impl >= IMPL_LIBCHAN)
+		ch = lzb_chan_rx(run->name, run->size, run->slots, (uint32_t)run->senders);
+	lzb_barrier_wait(&run->created);
+	lzb_barrier_wait(&run->start);
+	lzb_ctr_start(&ctr);
+	t0 = lzb_rdtsc();
+	if (ch) {
+		ret = ring_rx_libchan(run, ch, total, expect);
+	} else {
+		bool classic = run->impl == IMPL_CLASSIC;
+
+		while (got < total) {
+			struct ring *ring = &run->rings[i];
+
+			r = classic ? ring_poll_classic(ring, rp[i], &val)
+				    : ring_poll_lazy(ring, rp[i], &val);
+			if (r > 0) {
+				if (val != rp[i]) {
+					snprintf(run->why, sizeof(run->why),
+						 "ring %d: message %u where %u was due", i, val, rp[i]);
+					ret = 1;
+					break;
+				}
+				rp[i]++;
+				got++;
+			} else if (r < 0) {
+				snprintf(run->why, sizeof(run->why), "ring %d: bad sequence", i);
+				ret = 1;
+				break;
+			} else {
+				lzb_spin(&spins);
+			}
+			if (++i == run->senders)
+				i = 0;
+		}
+		run->rx_msgs = got;
+	}
+	run->rx_ticks = lzb_rdtsc() - t0;
+	lzb_ctr_stop(&ctr);
+	run->rx_misses = ctr.misses;
+	if (ch) {
+		lzchan_unlink(run->name);
+		lzchan_close(ch);
+	}
+	if (ret)
+		run->rx_err = 1;
+	return ret;
+}
+
+static int ring_worker_fn(int i, void *arg)
+{
+	struct ring_run *run = arg;
+
+	if (lzb_pin(lzb_cpu(i)))
+		lzb_die("pinning worker %d to CPU %d: %s", i, lzb_cpu(i), strerror(errno));
+	return i ? ring_sender(run, i) : ring_receiver(run);
+}
+
+/* One measurement: fills the row of @t.  Returns 0 or 1. */
+static int ring_measure(struct lzb_table *t, enum ring_impl impl, int senders, bool procs,
+			uint64_t per_sender, uint32_t slots, uint32_t size, uint32_t batch)
+{
+	size_t ring_bytes = (size_t)slots * sizeof(struct ring_msg);
+	size_t len = sizeof(struct ring_run) + (size_t)senders * sizeof(struct ring) +
+		     (size_t)senders * ring_bytes + 64;
+	struct ring_run *run = lzb_shared_alloc(len);
+	char *p = (char *)(run + 1);
+	double ns, msgs, txm = 0;
+	bool have_misses = true;
+	int i, ret;
+
+	run->impl = impl;
+	run->senders = senders;
+	run->per_sender = per_sender;
+	run->slots = slots;
+	run->size = size;
+	run->batch = batch;
+	run->node = -2;
+	lzb_chan_name(run->name, sizeof(run->name), "ring");
+	lzb_barrier_init(&run->created, (uint32_t)senders + 1);
+	lzb_barrier_init(&run->start, (uint32_t)senders + 1);
+	if (impl < IMPL_LIBCHAN) {
+		run->rings = (struct ring *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+		p = (char *)(run->rings + senders);
+		p = (char *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+		for (i = 0; i < senders; i++)
+			ring_init(&run->rings[i], (struct ring_msg *)(p + (size_t)i * ring_bytes), slots);
+		run->node = lzb_mem_node(p);
+	}
+	lzb_workers(senders + 1);
+	ret = lzb_run(senders + 1, procs, ring_worker_fn, run);
+	if (!ret && run->rx_msgs != (uint64_t)senders * per_sender) {
+		snprintf(run->why, sizeof(run->why), "received %llu of %llu messages",
+			 (unsigned long long)run->rx_msgs,
+			 (unsigned long long)senders * per_sender);
+		ret = -1;
+	}
+	if (ret || run->rx_err) {
+		fprintf(stderr, "lzchan-bench ring: %s, %d sender%s (%s): %s\n", impl_names[impl],
+			senders, senders > 1 ? "s" : "", procs ? "processes" : "threads",
+			run->why[0] ? run->why : "a worker failed");
+		lzb_shared_free(run, len);
+		return 1;
+	}
+	msgs = (double)run->rx_msgs;
+	ns = (double)run->rx_ticks / lzb_tsc_ghz();
+	for (i = 0; i < senders; i++) {
+		if (run->w[i].misses < 0)
+			have_misses = false;
+		txm += (double)run->w[i].misses;
+	}
+	lzb_table_row(t);
+	lzb_cell_str(t, impl_names[impl]);
+	lzb_cell_str(t, procs ? "procs" : "threads");
+	lzb_cell_num(t, senders);
+	lzb_cell_num(t, (double)run->rx_ticks / msgs);
+	if (run->rx_misses >= 0)
+		lzb_cell_num(t, (double)run->rx_misses / msgs);
+	else
+		lzb_cell_na(t);
+	if (have_misses)
+		lzb_cell_num(t, txm / msgs);
+	else
+		lzb_cell_na(t);
+	lzb_cell_num(t, msgs / ns * 1e3);
+	lzb_cell_num(t, msgs * size / ns);
+	if (run->node >= 0)
+		lzb_cell_num(t, run->node);
+	else
+		lzb_cell_na(t);
+	lzb_shared_free(run, len);
+	return 0;
+}
+
+static void ring_help(FILE *to)
+{
+	int i;
+
+	fprintf(to,
+		"usage: lzchan-bench ring [OPTIONS]\n"
+		"\n"
+		"N senders -> 1 receiver, the Intel article's table for each ring:\n"
+		"TSC cycles per message (receiver), cache misses per message, million\n"
+		"messages per second and GB/s.  The receiver runs on the first CPU of\n"
+		"--cpus, sender i on the (i+1)-th, wrapping around.\n"
+		"\n"
+		"  -n, --senders LIST  sender counts (default 1,2,4,8,16)\n"
+		"  -m, --msgs N        messages per sender (default 1m)\n"
+		"  -s, --size B        bytes per message on the wire, a multiple of 64 (default 64)\n"
+		"  -S, --slots N       slots per ring, a power of two (default 1024)\n"
+		"  -B, --batch N       libchan-batch: messages per call (default 16)\n"
+		"  -M, --mode M        threads, procs or both (default both)\n"
+		"  -i, --impl LIST     which rings, comma-separated (default all):\n"
+		"                      ");
+	for (i = 0; i < IMPL_COUNT; i++)
+		fprintf(to, "%s%s", i ? "," : "", impl_names[i]);
+	fprintf(to, "\n" LZB_COMMON_HELP);
+}
+
+int lzb_cmd_ring(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "senders", required_argument, NULL, 'n' },
+		{ "msgs", required_argument, NULL, 'm' },
+		{ "size", required_argument, NULL, 's' },
+		{ "slots", required_argument, NULL, 'S' },
+		{ "batch", required_argument, NULL, 'B' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "impl", required_argument, NULL, 'i' },
+		LZB_COMMON_OPTS, { 0 }
+	};
+	int senders[16] = { 1, 2, 4, 8, 16 }, nsenders = 5, c, i, j, m, fails = 0;
+	uint64_t per_sender = 1000000, size = 64, slots = 1024, batch = 16;
+	bool impl_on[IMPL_COUNT], modes[2] = { true, true };
+	struct lzb_table *t;
+	const char *why;
+
+	for (i = 0; i < IMPL_COUNT; i++)
+		impl_on[i] = true;
+	while ((c = getopt_long(argc, argv, "n:m:s:S:B:M:i:h", opts, NULL)) != -1) {
+		if (lzb_common_opt(c, optarg))
+			continue;
+		switch (c) {
+		case 'n':
+			nsenders = lzb_parse_list(optarg, senders, 16);
+			if (nsenders < 0)
+				lzb_usage_error("ring", "--senders wants a list like 1,2,4, not '%s'", optarg);
+			for (i = 0; i < nsenders; i++)
+				if (senders[i] < 1 || senders[i] > RING_MAX_SENDERS)
+					lzb_usage_error("ring", "--senders: 1..%d each", RING_MAX_SENDERS);
+			break;
+		case 'm':
+			if (!lzb_parse_size(optarg, &per_sender) || !per_sender || per_sender > (1ULL << 40))
+				lzb_usage_error("ring", "--msgs wants a positive count, not '%s'", optarg);
+			break;
+		case 's':
+			if (!lzb_parse_size(optarg, &size) || size != 64)
+				lzb_usage_error("ring", "--size: the baseline rings carry 64-byte lines; only 64 is measured (lzchan-bench lat sweeps sizes)");
+			break;
+		case 'S':
+			if (!lzb_parse_size(optarg, &slots) || slots < 4 || slots > (1U << 20) ||
+			    (slots & (slots - 1)))
+				lzb_usage_error("ring", "--slots wants a power of two 4..1M, not '%s'", optarg);
+			break;
+		case 'B':
+			if (!lzb_parse_size(optarg, &batch) || !batch || batch > 64)
+				lzb_usage_error("ring", "--batch wants 1..64, not '%s'", optarg);
+			break;
+		case 'M':
+			modes[0] = !strcmp(optarg, "threads") || !strcmp(optarg, "both");
+			modes[1] = !strcmp(optarg, "procs") || !strcmp(optarg, "both");
+			if (!modes[0] && !modes[1])
+				lzb_usage_error("ring", "--mode is threads, procs or both, not '%s'", optarg);
+			break;
+		case 'i': {
+			char *s = strdup(optarg), *tok, *save = NULL;
+
+			for (i = 0; i < IMPL_COUNT; i++)
+				impl_on[i] = false;
+			for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				for (i = 0; i < IMPL_COUNT; i++)
+					if (!strcmp(tok, impl_names[i]))
+						break;
+				if (i == IMPL_COUNT)
+					lzb_usage_error("ring", "--impl: unknown ring '%s'", tok);
+				impl_on[i] = true;
+			}
+			free(s);
+			break;
+		}
+		case 'h':
+			ring_help(stdout);
+			return 0;
+		default:
+			lzb_usage_error("ring", "bad option");
+		}
+	}
+	if (optind < argc)
+		lzb_usage_error("ring", "unexpected argument '%s'", argv[optind]);
+	if (lzb.quick && per_sender > 5000)
+		per_sender = 5000;
+	lzb_begin("ring");
+
+	t = lzb_table_new("ring", "Ring throughput, N senders -> 1 receiver, 64-byte messages");
+	lzb_table_col(t, "ring", "", 0);
+	lzb_table_col(t, "senders as", "", 0);
+	lzb_table_col(t, "senders", "", 0);
+	lzb_table_col(t, "TSC cycles/msg", "", 1);
+	lzb_table_col(t, "rx misses/msg", "", 2);
+	lzb_table_col(t, "tx misses/msg", "", 2);
+	lzb_table_col(t, "msgs/s", "M", 1);
+	lzb_table_col(t, "GB/s", "", 2);
+	lzb_table_col(t, "node", "", 0);
+	for (m = 0; m < 2; m++) {
+		if (!modes[m])
+			continue;
+		for (j = 0; j < nsenders; j++)
+			for (i = 0; i < IMPL_COUNT; i++) {
+				if (!impl_on[i])
+					continue;
+				if (i == IMPL_LAZY_DEMOTE && !lzb_have_cldemote())
+					continue;
+				lzb_progress("ring: %s, %d sender%s as %s", impl_names[i], senders[j],
+					     senders[j] > 1 ? "s" : "", m ? "processes" : "threads");
+				fails += ring_measure(t, i, senders[j], m, per_sender, (uint32_t)slots,
+						      (uint32_t)size, (uint32_t)batch);
+			}
+	}
+	lzb_table_note(t, "%llu messages per sender; %llu slots per ring; receiver on CPU %d",
+		       (unsigned long long)per_sender, (unsigned long long)slots, lzb_cpu(0));
+	if (!lzb_counters_available(&why))
+		lzb_table_note(t, "misses n/a: %s", why);
+	if (!lzb_have_cldemote())
+		lzb_table_note(t, "lazy-cldemote skipped: no CLDEMOTE on this CPU");
+	if (lzb.ncpus < 2 + 1 && (nsenders > 1 || senders[0] > 1))
+		lzb_table_note(t, "only %d CPUs: senders share CPUs (oversubscribed; they yield while spinning)",
+			       lzb.ncpus);
+	lzb_emit(t);
+	return fails ? 1 : 0;
+}
