@@ -75,6 +75,7 @@ struct lzchan {
 	struct lzchan_shm_tx *tx;
 	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
+	uint32_t full_streak;		/* sends in a row that found no room */
 	uint32_t woken_parked;		/* park episode we already woke */
 	uint32_t rung_sleepy;		/* sleepy episode we already rang */
 	bool fence_each_send;		/* no asymmetric barrier available */
@@ -85,6 +86,7 @@ struct lzchan {
 	struct __lzchan_rxlane *lanes;
 	uint32_t *active;		/* lanes polled by receive-any */
 	uint32_t nactive, rr;
+	uint32_t fast_left;		/* fast receives before a bell check */
 	uint64_t *bell_seen;
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */

@@ -81,6 +81,11 @@ void __lzchan_tx_init(struct lzchan *ch)
 	__lz_store(&ch->tx->tail, ch->tail);
 }
 
+/* Full-ring sends between two looks at a shm receiver's lock: the look is
+ * a system call, and a sender spinning on a full ring must not turn every
+ * retry into one (that slows the very receiver it waits for). */
+#define FULL_LIVENESS_EVERY	256
+
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
@@ -89,9 +94,11 @@ static int __lz_tx_full(struct lzchan *ch)
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
 		return -EPIPE;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
-	 * its lock tells the truth. */
+	 * its lock tells the truth.  Looked at on the first full send of a
+	 * streak and every FULL_LIVENESS_EVERY after. */
 	if (ch->backend == LZCHAN_BACKEND_SHM &&
 	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
+	    ch->full_streak++ % FULL_LIVENESS_EVERY == 0 &&
 	    __lzchan_shm_rx_alive(ch) == 0)
 		return -EPIPE;
 	return -EAGAIN;
@@ -107,8 +114,10 @@ static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 	/* Pairs with the receiver's release store of head in
 	 * __lz_rx_publish(): it has finished reading what it released. */
 	ch->cached_head = __lz_load_acq(&ch->my_rxl->head);
-	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count)
+	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count) {
+		ch->full_streak = 0;
 		return 0;
+	}
 	return __lz_tx_full(ch);
 }
 
@@ -238,9 +247,62 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The common case in one piece: a message of one slot, no wrap, no stale
+ * payload word after it, room by the cached head, receiver not gone.
+ * Anything else takes the general path (__lz_tx_prepare()).
+ */
+static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
+{
+	uint32_t start = ch->tail, next = start + 1;
+
+	if (__lzchan_unlikely(len > ch->slot_size - sizeof(struct lzchan_slot_hdr) ||
+			      ch->reserved ||
+			      (uint32_t)(next - ch->cached_head) > ch->slot_count ||
+			      __lz_cont_test(ch, next) || __lz_cont_test(ch, start)))
+		return false;
+	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
+	return __lzchan_likely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->hdr->rx_status)) !=
+			       LZCHAN_RX_GONE);
+}
+
+/* Publish the one-slot message written at the tail: the stores and their
+ * order are those of __lz_tx_publish() for that case. */
+static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
+{
+	uint32_t next = ch->tail + 1;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, ch->tail);
+
+	__lz_store(&h->len, len);
+	/* Pairs with the receiver's acquire load of seq in __lz_rx_look()
+	 * and __lz_rx_fast(): payload and len are visible first. */
+	__lz_store_rel(&h->seq, next);
+	ch->tail = next;
+	/* Statistics; relaxed, nobody orders on them (see __lz_tx_publish()). */
+	__lz_store(&ch->tx->tail, next);
+	__lz_store(&ch->tx->msgs, __lz_load(&ch->tx->msgs) + 1);
+	__lz_store(&ch->tx->bytes, __lz_load(&ch->tx->bytes) + len);
+}
+
+static inline bool __lz_send_fast(struct lzchan *ch, const void *buf, size_t len)
+{
+	if (!__lz_fast_room(ch, len))
+		return false;
+	if (len)
+		memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
+	__lz_fast_publish(ch, (uint32_t)len);
+	return true;
+}
+
 int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 {
-	int ret = __lz_tx_check(ch, len);
+	int ret;
+
+	if (__lzchan_likely(ch && ch->role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
+		__lz_tx_notify(ch);
+		return 0;
+	}
+	ret = __lz_tx_check(ch, len);
 
 	if (ret)
 		return ret;
@@ -256,7 +318,11 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 	unsigned int i;
 	int ret = 0;
 
+	if (!ch || ch->role != LZCHAN_SENDER)
+		return -EBADF;
 	for (i = 0; i < n; i++) {
+		if (__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len))
+			continue;
 		ret = __lz_tx_check(ch, msgs[i].iov_len);
 		if (ret)
 			break;
@@ -272,7 +338,15 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 {
 	bool marker;
-	int ret = __lz_tx_check(ch, len);
+	int ret;
+
+	if (__lzchan_likely(ch && ch->role == LZCHAN_SENDER && buf) && __lz_fast_room(ch, len)) {
+		ch->reserved = true;
+		ch->resv_len = (uint32_t)len;
+		*buf = __lzchan_slot(ch, ch->slots, ch->tail) + 1;
+		return 0;
+	}
+	ret = __lz_tx_check(ch, len);
 
 	if (ret)
 		return ret;
@@ -295,6 +369,15 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 		return -EBADF;
 	if (!ch->reserved || len > ch->resv_len)
 		return -EINVAL;
+	/* One slot (room for it was checked at reserve), no stale payload
+	 * word in it or after it: the fast publish; else the general one. */
+	if (__lzchan_likely(ch->resv_len <= ch->slot_size - sizeof(struct lzchan_slot_hdr) &&
+			    !__lz_cont_test(ch, ch->tail) && !__lz_cont_test(ch, ch->tail + 1))) {
+		ch->reserved = false;
+		__lz_fast_publish(ch, (uint32_t)len);
+		__lz_tx_notify(ch);
+		return 0;
+	}
 	/* Room for resv_len slots was checked; fewer need no new check but
 	 * the marker decision depends on where this message ends. */
 	if (__lz_tx_room(ch, ch->tail + __lz_slots_for(ch, len), &marker))
@@ -664,16 +747,63 @@ static int __lz_rx_check(struct lzchan *ch)
 	return 0;
 }
 
+/* Fast receives between two looks at the bell (and thus the longest a
+ * woken sleepy lane waits while the polled lanes stay busy). */
+#define FAST_BELL_EVERY		64
+
+/*
+ * The common case in one piece: the lane whose turn it is has a ready
+ * one-slot message.  Same loads and checks as __lz_rx_look() for that
+ * case; anything else (empty, pad, multi-slot, garbage) goes the general
+ * way, which looks again.
+ */
+static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
+{
+	const struct lzchan_slot_hdr *h;
+	struct __lzchan_rxlane *rl;
+	uint32_t i, pos, raw;
+
+	if (__lzchan_unlikely(!ch->fast_left || !ch->nactive))
+		return false;
+	i = ch->active[ch->rr];
+	rl = &ch->lanes[i];
+	pos = rl->peek;
+	h = __lzchan_slot(ch, rl->slots, pos);
+	/* Pairs with the sender's release store of seq (__lz_send_fast(),
+	 * __lz_tx_publish()). */
+	if (__lz_load_acq(&h->seq) != pos + 1)
+		return false;
+	raw = __lz_load(&h->len);	/* once: the sender may change it */
+	if (raw > ch->slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
+		return false;
+	ch->fast_left--;
+	m->data = h + 1;
+	m->len = raw;
+	m->lane = i;
+	m->__end = pos + 1;
+	m->__gen = rl->gen;
+	rl->peek = pos + 1;
+	rl->idle = 0;
+	if (++ch->rr >= ch->nactive)
+		ch->rr = 0;
+	return true;
+}
+
 /* The next message from any lane, round robin. */
 static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 {
-	uint32_t k, n, i;
+	uint32_t k, n, i, at;
 	int r;
 
+	if (__lz_rx_fast(ch, m))
+		return 0;
+	ch->fast_left = FAST_BELL_EVERY;
 	__lz_rx_bell(ch);
 	n = ch->nactive;
-	for (k = 0; k < n && ch->nactive; k++) {
-		uint32_t at = (ch->rr + k) % ch->nactive;
+	at = ch->rr;
+	for (k = 0; k < n && ch->nactive; k++, at++) {
+		if (at >= ch->nactive)
+			at = 0;
 
 		i = ch->active[at];
 		r = __lz_rx_lane(ch, i, m);
@@ -681,7 +811,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 			ch->lanes[i].idle++;
 			continue;
 		}
-		ch->rr = (at + 1) % (ch->nactive ? ch->nactive : 1);
+		ch->rr = at + 1 < ch->nactive ? at + 1 : 0;
 		if (r == -EPIPE || r == -EBADMSG) {
 			uint32_t j;
 
@@ -776,8 +906,10 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct lzchan_msg m;
-	int ret = lzchan_peek(ch, &m);
+	int ret;
 
+	m.lane = LZCHAN_LANE_NONE;
+	ret = lzchan_peek(ch, &m);
 	if (lane && (ret == 0 || ret == -EPIPE || ret == -EBADMSG))
 		*lane = m.lane;
 	if (ret)

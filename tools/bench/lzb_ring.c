@@ -419,8 +419,14 @@ static int ring_worker_fn(int i, void *arg)
 	return i ? ring_sender(run, i) : ring_receiver(run);
 }
 
-/* One measurement: fills the row of @t.  Returns 0 or 1. */
-static int ring_measure(struct lzb_table *t, enum ring_impl impl, int senders, bool procs,
+struct ring_result {
+	double cycles, rx_misses, tx_misses, mps, gbs;	/* NaN: not counted */
+	int node;
+	bool ok;
+};
+
+/* One measurement.  Returns 0 or 1 (the reason printed). */
+static int ring_measure(struct ring_result *res, enum ring_impl impl, int senders, bool procs,
 			uint64_t per_sender, uint32_t slots, uint32_t size, uint32_t batch)
 {
 	size_t ring_bytes = (size_t)slots * sizeof(struct ring_msg);
@@ -472,27 +478,37 @@ static int ring_measure(struct lzb_table *t, enum ring_impl impl, int senders, b
 			have_misses = false;
 		txm += (double)run->w[i].misses;
 	}
+	res->cycles = (double)run->rx_ticks / msgs;
+	res->rx_misses = run->rx_misses >= 0 ? (double)run->rx_misses / msgs : NAN;
+	res->tx_misses = have_misses ? txm / msgs : NAN;
+	res->mps = msgs / ns * 1e3;
+	res->gbs = msgs * size / ns;
+	res->node = run->node;
+	res->ok = true;
+	lzb_shared_free(run, len);
+	return 0;
+}
+
+static void ring_row(struct lzb_table *t, enum ring_impl impl, bool procs, int senders,
+		     const struct ring_result *r)
+{
 	lzb_table_row(t);
 	lzb_cell_str(t, impl_names[impl]);
 	lzb_cell_str(t, procs ? "procs" : "threads");
 	lzb_cell_num(t, senders);
-	lzb_cell_num(t, (double)run->rx_ticks / msgs);
-	if (run->rx_misses >= 0)
-		lzb_cell_num(t, (double)run->rx_misses / msgs);
+	if (!r->ok) {
+		lzb_cell_str(t, "failed");
+		return;
+	}
+	lzb_cell_num(t, r->cycles);
+	lzb_cell_num(t, r->rx_misses);
+	lzb_cell_num(t, r->tx_misses);
+	lzb_cell_num(t, r->mps);
+	lzb_cell_num(t, r->gbs);
+	if (r->node >= 0)
+		lzb_cell_num(t, r->node);
 	else
 		lzb_cell_na(t);
-	if (have_misses)
-		lzb_cell_num(t, txm / msgs);
-	else
-		lzb_cell_na(t);
-	lzb_cell_num(t, msgs / ns * 1e3);
-	lzb_cell_num(t, msgs * size / ns);
-	if (run->node >= 0)
-		lzb_cell_num(t, run->node);
-	else
-		lzb_cell_na(t);
-	lzb_shared_free(run, len);
-	return 0;
 }
 
 static void ring_help(FILE *to)
@@ -513,6 +529,7 @@ static void ring_help(FILE *to)
 		"  -S, --slots N       slots per ring, a power of two (default 1024)\n"
 		"  -B, --batch N       libchan-batch: messages per call (default 16)\n"
 		"  -M, --mode M        threads, procs or both (default both)\n"
+		"  -t, --trials N      interleaved trials, best kept (default 5)\n"
 		"  -i, --impl LIST     which rings, comma-separated (default all):\n"
 		"                      ");
 	for (i = 0; i < IMPL_COUNT; i++)
@@ -530,17 +547,18 @@ int lzb_cmd_ring(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'B' },
 		{ "mode", required_argument, NULL, 'M' },
 		{ "impl", required_argument, NULL, 'i' },
+		{ "trials", required_argument, NULL, 't' },
 		LZB_COMMON_OPTS, { 0 }
 	};
 	int senders[16] = { 1, 2, 4, 8, 16 }, nsenders = 5, c, i, j, m, fails = 0;
-	uint64_t per_sender = 1000000, size = 64, slots = 1024, batch = 16;
+	uint64_t per_sender = 1000000, size = 64, slots = 1024, batch = 16, trials = 5;
 	bool impl_on[IMPL_COUNT], modes[2] = { true, true };
 	struct lzb_table *t;
 	const char *why;
 
 	for (i = 0; i < IMPL_COUNT; i++)
 		impl_on[i] = true;
-	while ((c = getopt_long(argc, argv, "n:m:s:S:B:M:i:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:m:s:S:B:M:i:t:h", opts, NULL)) != -1) {
 		if (lzb_common_opt(c, optarg))
 			continue;
 		switch (c) {
@@ -591,6 +609,10 @@ int lzb_cmd_ring(int argc, char **argv)
 			free(s);
 			break;
 		}
+		case 't':
+			if (!lzb_parse_size(optarg, &trials) || !trials || trials > 1000)
+				lzb_usage_error("ring", "--trials wants 1..1000, not '%s'", optarg);
+			break;
 		case 'h':
 			ring_help(stdout);
 			return 0;
@@ -600,8 +622,10 @@ int lzb_cmd_ring(int argc, char **argv)
 	}
 	if (optind < argc)
 		lzb_usage_error("ring", "unexpected argument '%s'", argv[optind]);
-	if (lzb.quick && per_sender > 5000)
-		per_sender = 5000;
+	if (lzb.quick) {
+		per_sender = per_sender > 5000 ? 5000 : per_sender;
+		trials = 1;
+	}
 	lzb_begin("ring");
 
 	t = lzb_table_new("ring", "Ring throughput, N senders -> 1 receiver, 64-byte messages");
@@ -617,20 +641,42 @@ int lzb_cmd_ring(int argc, char **argv)
 	for (m = 0; m < 2; m++) {
 		if (!modes[m])
 			continue;
-		for (j = 0; j < nsenders; j++)
-			for (i = 0; i < IMPL_COUNT; i++) {
-				if (!impl_on[i])
-					continue;
-				if (i == IMPL_LAZY_DEMOTE && !lzb_have_cldemote())
-					continue;
-				lzb_progress("ring: %s, %d sender%s as %s", impl_names[i], senders[j],
-					     senders[j] > 1 ? "s" : "", m ? "processes" : "threads");
-				fails += ring_measure(t, i, senders[j], m, per_sender, (uint32_t)slots,
-						      (uint32_t)size, (uint32_t)batch);
-			}
+		for (j = 0; j < nsenders; j++) {
+			struct ring_result best[IMPL_COUNT];
+			uint64_t k;
+
+			memset(best, 0, sizeof(best));
+			/* Trials interleave the rings, and the best of each is
+			 * kept: a neighbour's burst on a shared machine hits
+			 * one trial, not one ring. */
+			for (k = 0; k < trials; k++)
+				for (i = 0; i < IMPL_COUNT; i++) {
+					struct ring_result r;
+
+					if (!impl_on[i] || (i == IMPL_LAZY_DEMOTE && !lzb_have_cldemote()))
+						continue;
+					lzb_progress("ring: %s, %d sender%s as %s, trial %llu/%llu",
+						     impl_names[i], senders[j], senders[j] > 1 ? "s" : "",
+						     m ? "processes" : "threads",
+						     (unsigned long long)k + 1, (unsigned long long)trials);
+					memset(&r, 0, sizeof(r));
+					if (ring_measure(&r, i, senders[j], m, per_sender, (uint32_t)slots,
+							 (uint32_t)size, (uint32_t)batch)) {
+						fails++;
+						best[i].node = -3;	/* failed once: failed */
+						continue;
+					}
+					if (best[i].node != -3 && (!best[i].ok || r.cycles < best[i].cycles))
+						best[i] = r;
+				}
+			for (i = 0; i < IMPL_COUNT; i++)
+				if (impl_on[i] && !(i == IMPL_LAZY_DEMOTE && !lzb_have_cldemote()))
+					ring_row(t, i, m, senders[j], &best[i]);
+		}
 	}
-	lzb_table_note(t, "%llu messages per sender; %llu slots per ring; receiver on CPU %d",
-		       (unsigned long long)per_sender, (unsigned long long)slots, lzb_cpu(0));
+	lzb_table_note(t, "best of %llu interleaved trials of %llu messages per sender; %llu slots per ring; receiver on CPU %d",
+		       (unsigned long long)trials, (unsigned long long)per_sender,
+		       (unsigned long long)slots, lzb_cpu(0));
 	if (!lzb_counters_available(&why))
 		lzb_table_note(t, "misses n/a: %s", why);
 	if (!lzb_have_cldemote())
