@@ -244,7 +244,14 @@ int lzb_cmd_alt(int argc, char **argv);
 int lzb_cmd_headline(int argc, char **argv);
 int lzb_cmd_plot(int argc, char **argv);
 
-/* Building blocks the headline reuses (each returns its figure). */
+/* Building blocks the headline reuses (each returns its figure, NaN on
+ * failure with the reason printed). */
 double lzb_c2c_pair_ns(int cpu_a, int cpu_b, uint64_t rounds);	/* half RTT */
+/* Ring rate in M msgs/s, best of @trials; impl as in `ring --impl`. */
+double lzb_ring_mps(const char *impl, int senders, bool procs, uint64_t msgs, int trials);
+/* libchan ping-pong half round trip (ns) between CPUs lzb_cpu(0) and (1). */
+double lzb_lat_pingpong_ns(uint32_t size, uint64_t iters, bool procs, int idle);
+/* Ping-pong half round trip (ns) over "pipe", "unix" (AF_UNIX stream). */
+double lzb_alt_pingpong_ns(const char *kind, uint32_t size, uint64_t iters);
 
 #endif /* LZB_H */

@@ -687,3 +687,25 @@ int lzb_cmd_ring(int argc, char **argv)
 	lzb_emit(t);
 	return fails ? 1 : 0;
 }
+
+double lzb_ring_mps(const char *impl, int senders, bool procs, uint64_t msgs, int trials)
+{
+	double best = NAN;
+	int i, k;
+
+	for (i = 0; i < IMPL_COUNT; i++)
+		if (!strcmp(impl, impl_names[i]))
+			break;
+	if (i == IMPL_COUNT)
+		return NAN;
+	for (k = 0; k < trials; k++) {
+		struct ring_result r;
+
+		memset(&r, 0, sizeof(r));
+		if (ring_measure(&r, i, senders, procs, msgs, 1024, 64, 16))
+			return NAN;
+		if (isnan(best) || r.mps > best)
+			best = r.mps;
+	}
+	return best;
+}

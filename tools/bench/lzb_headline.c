@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * headline: the short summary `make run` prints -- the physical limit,
+ * libchan against the article's rings, libchan's ping-pong against the
+ * limit, and a pipe and a Unix socket for contrast.  Every ratio is taken
+ * within this run; each figure is the best of interleaved trials.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lzb.h"
+
+static void hl_row(struct lzb_table *t, const char *what, double value, const char *unit,
+		   const char *base_name, double base, const char *target, double bound,
+		   bool at_least)
+{
+	double ratio = value / base;
+
+	lzb_table_row(t);
+	lzb_cell_str(t, what);
+	lzb_cell_num(t, value);
+	lzb_cell_str(t, unit);
+	lzb_cell_str(t, base_name);
+	lzb_cell_num(t, base);
+	lzb_cell_num(t, ratio);
+	if (!target) {
+		lzb_cell_str(t, "");
+		lzb_cell_str(t, "");
+		return;
+	}
+	lzb_cell_str(t, target);
+	if (isnan(ratio))
+		lzb_cell_na(t);
+	else
+		lzb_cell_str(t, (at_least ? ratio >= bound : ratio <= bound) ? "met" : "missed");
+}
+
+static void hl_help(FILE *to)
+{
+	fprintf(to,
+		"usage: lzchan-bench headline [OPTIONS]\n"
+		"\n"
+		"The summary in under a minute: core-to-core limit, libchan vs the\n"
+		"article's lazy and classic rings (1 sender, 64-byte messages),\n"
+		"libchan ping-pong vs the limit, processes vs threads, and a pipe and\n"
+		"a Unix socket for contrast.  Uses the first two CPUs of --cpus.\n"
+		"\n"
+		"  -t, --trials N   interleaved trials, best kept (default 5)\n"
+		LZB_COMMON_HELP);
+}
+
+int lzb_cmd_headline(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "trials", required_argument, NULL, 't' },
+		LZB_COMMON_OPTS, { 0 }
+	};
+	static const char *const impls[] = { "classic", "lazy", "libchan", "libchan-batch" };
+	double rate[4] = { NAN, NAN, NAN, NAN }, c2c, pp_p = NAN, pp_t = NAN, pipe, unx;
+	uint64_t trials = 5, msgs = 2000000, iters = 100000;
+	struct lzb_table *t;
+	uint64_t k;
+	int c, i;
+
+	while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
+		if (lzb_common_opt(c, optarg))
+			continue;
+		switch (c) {
+		case 't':
+			if (!lzb_parse_size(optarg, &trials) || !trials || trials > 100)
+				lzb_usage_error("headline", "--trials wants 1..100, not '%s'", optarg);
+			break;
+		case 'h':
+			hl_help(stdout);
+			return 0;
+		default:
+			lzb_usage_error("headline", "bad option");
+		}
+	}
+	if (optind < argc)
+		lzb_usage_error("headline", "unexpected argument '%s'", argv[optind]);
+	if (lzb.quick) {
+		trials = 1;
+		msgs = 5000;
+		iters = 500;
+	}
+	lzb_begin("headline");
+
+	lzb_progress("headline: core-to-core");
+	c2c = lzb_c2c_pair_ns(lzb_cpu(0), lzb_cpu(1), lzb.quick ? 2000 : 400000);
+	for (k = 0; k < trials; k++) {
+		double x;
+
+		for (i = 0; i < 4; i++) {
+			lzb_progress("headline: %s ring, trial %llu/%llu", impls[i],
+				     (unsigned long long)k + 1, (unsigned long long)trials);
+			x = lzb_ring_mps(impls[i], 1, true, msgs, 1);
+			if (isnan(rate[i]) || x > rate[i])
+				rate[i] = x;
+		}
+		lzb_progress("headline: ping-pong, trial %llu/%llu", (unsigned long long)k + 1,
+			     (unsigned long long)trials);
+		x = lzb_lat_pingpong_ns(56, iters, true, 0);
+		if (isnan(pp_p) || x < pp_p)
+			pp_p = x;
+		x = lzb_lat_pingpong_ns(56, iters, false, 0);
+		if (isnan(pp_t) || x < pp_t)
+			pp_t = x;
+	}
+	lzb_progress("headline: pipe and Unix socket");
+	pipe = lzb_alt_pingpong_ns("pipe", 56, iters / 5 + 100);
+	unx = lzb_alt_pingpong_ns("unix", 56, iters / 5 + 100);
+
+	t = lzb_table_new("headline", "lzchan headline: 64-byte messages between two processes on two CPUs");
+	lzb_table_col(t, "measure", "", 0);
+	lzb_table_col(t, "value", "", 1);
+	lzb_table_col(t, "unit", "", 0);
+	lzb_table_col(t, "baseline", "", 0);
+	lzb_table_col(t, "baseline value", "", 1);
+	lzb_table_col(t, "ratio", "", 2);
+	lzb_table_col(t, "target", "", 0);
+	lzb_table_col(t, "", "", 0);
+	hl_row(t, "core-to-core flag bounce", c2c, "ns", "-", NAN, NULL, 0, false);
+	hl_row(t, "libchan stream 1->1", rate[2], "M msgs/s", "lazy ring", rate[1], ">= 1.0", 1.0, true);
+	hl_row(t, "libchan stream 1->1", rate[2], "M msgs/s", "classic ring", rate[0], ">= 4.0", 4.0, true);
+	hl_row(t, "libchan batch send", rate[3], "M msgs/s", "lazy ring", rate[1], ">= 1.3", 1.3, true);
+	hl_row(t, "libchan ping-pong", pp_p, "ns", "c2c bounce", c2c, "<= 1.3", 1.3, false);
+	hl_row(t, "libchan ping-pong, processes", pp_p, "ns", "threads", pp_t, "<= 1.1", 1.1, false);
+	hl_row(t, "pipe ping-pong", pipe, "ns", "libchan", pp_p, ">= 10", 10, true);
+	hl_row(t, "AF_UNIX ping-pong", unx, "ns", "libchan", pp_p, ">= 10", 10, true);
+	lzb_table_note(t, "best of %llu interleaved trials; rings carry %llu messages, ping-pongs %llu round trips",
+		       (unsigned long long)trials, (unsigned long long)msgs, (unsigned long long)iters);
+	lzb_table_note(t, "targets are issue 5's; the full tables: lzchan-bench ring|lat|wakeup|alt (Documentation/performance.rst)");
+	lzb_emit(t);
+	return isnan(c2c) || isnan(rate[0]) || isnan(rate[1]) || isnan(rate[2]) || isnan(rate[3]) ||
+	       isnan(pp_p) || isnan(pp_t) || isnan(pipe) || isnan(unx);
+}
