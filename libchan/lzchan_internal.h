@@ -39,6 +39,7 @@ struct __lzchan_rxlane {
 	uint32_t idle;		/* empty polls in a row */
 	uint32_t sleepy;	/* our copy of rxl->sleepy */
 	uint32_t dead;		/* shm: the owner's lock was found free */
+	uint64_t seen_status;	/* info->status at the last empty verdict */
 	const char *slots;
 	struct lzchan_shm_rx_lane *rxl;
 	const struct lzchan_shm_lane *info;
@@ -87,6 +88,8 @@ struct lzchan {
 	uint32_t *active;		/* lanes polled by receive-any */
 	uint32_t nactive, rr;
 	uint32_t fast_left;		/* fast receives before a bell check */
+	uint32_t quiet_left;		/* quick empty verdicts before a full look */
+	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */

@@ -777,6 +777,7 @@ static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 	if (raw > ch->slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
 		return false;
 	ch->fast_left--;
+	ch->quiet_left = 0;	/* a message: the next empty poll looks fully */
 	m->data = h + 1;
 	m->len = raw;
 	m->lane = i;
@@ -789,14 +790,72 @@ static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 	return true;
 }
 
+/* Quick empty verdicts between two full looks (status changes of idle
+ * lanes, shm liveness scans and lane sleeping ride on the full look). */
+#define QUIET_POLLS		64
+
+/*
+ * A receiver spinning on an empty channel: has anything changed since the
+ * last full look found nothing (and published the head: every message
+ * handed out or released since ends the quiet spell)?  A message at an active lane's peek, a
+ * lane status or a bell word that moved all say yes (and the full look
+ * runs); else the verdict is "empty" at the cost of a few loads of lines
+ * that stay in our cache until a sender writes them.
+ */
+static inline bool __lz_rx_quiet(struct lzchan *ch)
+{
+	uint32_t k, w;
+
+	if (!ch->quiet_left)
+		return false;
+	ch->quiet_left--;
+	for (k = 0; k < ch->nactive; k++) {
+		const struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+
+		/* Pairs with the sender's release store of seq, as in
+		 * __lz_rx_look(); the full look loads it again. */
+		if (__lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1)
+			return false;
+		/* Relaxed: only compared; the full look loads it with acquire. */
+		if (__lz_load(&rl->info->status) != rl->seen_status)
+			return false;
+	}
+	for (w = 0; w < ch->bell_words; w++)
+		/* Relaxed: a hint, as in __lz_rx_bell(). */
+		if (__lz_load(&ch->bell[w]) != ch->bell_seen[w])
+			return false;
+	ch->quiet_spent++;
+	return true;
+}
+
+/* A full look found nothing: remember what "nothing" looked like. */
+static void __lz_rx_quiet_arm(struct lzchan *ch)
+{
+	uint32_t k;
+
+	for (k = 0; k < ch->nactive; k++) {
+		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+
+		/* Relaxed: compared against in __lz_rx_quiet() only. */
+		rl->seen_status = __lz_load(&rl->info->status);
+	}
+	ch->quiet_left = QUIET_POLLS;
+}
+
 /* The next message from any lane, round robin. */
 static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 {
-	uint32_t k, n, i, at;
+	uint32_t k, n, i, at, polls;
 	int r;
 
 	if (__lz_rx_fast(ch, m))
 		return 0;
+	if (__lz_rx_quiet(ch))
+		return -EAGAIN;
+	/* Empty polls this look stands for (lanes sleep after so many). */
+	polls = 1 + ch->quiet_spent;
+	ch->quiet_spent = 0;
+	ch->quiet_left = 0;
 	ch->fast_left = FAST_BELL_EVERY;
 	__lz_rx_bell(ch);
 	n = ch->nactive;
@@ -808,7 +867,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		i = ch->active[at];
 		r = __lz_rx_lane(ch, i, m);
 		if (r == -EAGAIN) {
-			ch->lanes[i].idle++;
+			ch->lanes[i].idle += polls;
 			continue;
 		}
 		ch->rr = at + 1 < ch->nactive ? at + 1 : 0;
@@ -830,6 +889,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		ch->scans = 0;
 		__lz_rx_scan(ch);
 	}
+	__lz_rx_quiet_arm(ch);
 	return -EAGAIN;
 }
 
@@ -869,6 +929,8 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 		return;
 	rl->head = m->__end;
 	__lz_rx_publish(ch, rl, false);
+	/* The next empty poll must look fully: it publishes the head. */
+	ch->quiet_left = 0;
 }
 
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
