@@ -315,6 +315,7 @@ TEST(separate_ipc_namespaces_isolated)
 struct talk {
 	char name[LZCHAN_NAME_SIZE];
 	int ready[2];		/* receiver -> test: channel created */
+	int seen[2];		/* receiver -> sender: checked you, may go */
 };
 
 static const char talk_msg[] = "hello from container B";
@@ -344,6 +345,8 @@ static int talk_receiver(void *arg)
 	/* The sender as this container sees it: its root. */
 	if (lzchan_peer(rx, lane, &pid, &uid, &gid) || uid != 0 || gid != 0)
 		return 14;
+	if (ctr_signal(t->seen[1]))
+		return 15;
 	lzchan_close(rx);
 	return 0;
 }
@@ -357,6 +360,9 @@ static int talk_sender(void *arg)
 		return 20;
 	if (lzchan_send_wait(tx, talk_msg, sizeof(talk_msg), (int64_t)CTR_WAIT_MS * 1000000))
 		return 21;
+	/* Stay on the lane until the receiver has looked at who we are. */
+	if (ctr_read(t->seen[0]))
+		return 22;
 	lzchan_close(tx);
 	return 0;
 }
@@ -374,6 +380,7 @@ TEST(shared_ipc_namespace_talks)
 	setenv("LZCHAN_BACKEND", "dev", 1);
 	lz_setname(t.name, lz_name("talk"));
 	ASSERT_EQ(0, pipe(t.ready));
+	ASSERT_EQ(0, pipe(t.seen));
 	pa = ctr_start(&a);
 	ASSERT_LT(0, pa);
 	ASSERT_EQ(0, ctr_read(t.ready[0])) TH_LOG("container A: %d", ctr_wait(pa));
@@ -383,6 +390,8 @@ TEST(shared_ipc_namespace_talks)
 	EXPECT_EQ(0, ctr_wait(pa));
 	close(t.ready[0]);
 	close(t.ready[1]);
+	close(t.seen[0]);
+	close(t.seen[1]);
 }
 
 /* ---- what a container user may do ---- */
