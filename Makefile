@@ -9,7 +9,8 @@
 #   make check      deps, build, host tests, VM tests on both kernels
 #   make vm-check KERNEL=bookworm|trixie   one VM run
 #   make run        the main job: two processes exchange messages
-#   make install    DESTDIR=, PREFIX= (default /usr/local)
+#   make install    DESTDIR=, PREFIX= (default /usr/local); make uninstall
+#   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS
 
 VERSION		:= 0.1.0
 SONAME		:= liblzchan.so.0
@@ -101,15 +102,83 @@ KERNEL ?= bookworm
 vm-check: lib selftests
 	CACHE=$(CACHE) scripts/vm-run.sh $(KERNEL)
 
+# ---- installation (Documentation/admin/guide.rst) ----
+# make install: the library (.so.0, its symlink, .a), headers (lzchan.h and
+# the UAPI <linux/lzchan.h>), lzchan.pc, the tools, whatever man pages
+# exist, the udev rule, the modules-load.d and sysusers.d snippets, and the
+# modprobe.d example as documentation.  System locations (udev,
+# modules-load.d, sysusers.d) do not follow PREFIX: they are where those
+# programs look; set one to empty to skip it.  Without DESTDIR (a real
+# install) it also creates the group "lzchan" and runs ldconfig.
+# make dkms-install: the module's sources into $(DKMS_SRCDIR) for DKMS.
+MANDIR		?= $(PREFIX)/share/man
+DOCDIR		?= $(PREFIX)/share/doc/lzchan
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+UDEVRULESDIR	?= /usr/lib/udev/rules.d
+MODULESLOADDIR	?= /usr/lib/modules-load.d
+SYSUSERSDIR	?= /usr/lib/sysusers.d
+DKMS_SRCDIR	?= /usr/src/lzchan-$(VERSION)
+INSTALL_TOOLS	?= $(TOOLS)
+INSTALL_MAN1	= $(wildcard man/man1/*.1)
+INSTALL_MAN3	= $(wildcard man/man3/*.3)
+# What DKMS needs to build the module: Kbuild files, sources, UAPI header.
+DKMS_FILES	= Kbuild dkms.conf COPYING $(wildcard LICENSES/*) kmod/Kbuild \
+		  $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
+		  kmod/uapi/linux/lzchan.h
+
+.PHONY: uninstall dkms-install dkms-uninstall
 install: lib tools
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblzchan.so
-	install -m 644 libchan/lzchan.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    libchan/lzchan.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc
 	install -m 644 libchan/lzchan.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 kmod/uapi/linux/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/
-	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	$(if $(INSTALL_MAN1),install -d $(DESTDIR)$(MANDIR)/man1 && \
+		install -m 644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(INSTALL_MAN3),install -d $(DESTDIR)$(MANDIR)/man3 && \
+		install -m 644 $(INSTALL_MAN3) $(DESTDIR)$(MANDIR)/man3/)
+	$(if $(UDEVRULESDIR),install -D -m 644 packaging/60-lzchan.rules \
+		$(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
+	$(if $(MODULESLOADDIR),install -D -m 644 packaging/modules-load.d/lzchan.conf \
+		$(DESTDIR)$(MODULESLOADDIR)/lzchan.conf)
+	$(if $(SYSUSERSDIR),install -D -m 644 packaging/sysusers.d/lzchan.conf \
+		$(DESTDIR)$(SYSUSERSDIR)/lzchan.conf)
+	install -m 644 packaging/modprobe.d/lzchan.conf $(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
+	$(if $(DESTDIR),,getent group lzchan >/dev/null || groupadd --system lzchan)
+	$(if $(DESTDIR),,-ldconfig)
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/liblzchan.a $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/liblzchan.so $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc \
+		$(DESTDIR)$(INCLUDEDIR)/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/lzchan.h \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(INSTALL_MAN3))) \
+		$(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
+	$(if $(UDEVRULESDIR),rm -f $(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
+	$(if $(MODULESLOADDIR),rm -f $(DESTDIR)$(MODULESLOADDIR)/lzchan.conf)
+	$(if $(SYSUSERSDIR),rm -f $(DESTDIR)$(SYSUSERSDIR)/lzchan.conf)
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	$(if $(DESTDIR),,-ldconfig)
+
+# The module's sources for DKMS, with dkms.conf's version set to ours.
+# Then: dkms install lzchan/$(VERSION)   (add + build + install).
+dkms-install:
+	install -d $(DESTDIR)$(DKMS_SRCDIR)
+	tar -c $(DKMS_FILES) | tar -x -C $(DESTDIR)$(DKMS_SRCDIR) --no-same-owner
+	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' \
+		$(DESTDIR)$(DKMS_SRCDIR)/dkms.conf
+
+# Run 'dkms remove lzchan/$(VERSION) --all' first if DKMS knows it.
+dkms-uninstall:
+	rm -rf $(DESTDIR)$(DKMS_SRCDIR)
 
 clean:
 	rm -f libchan/*.o libchan/*.os libchan/*.a libchan/*.so* libchan/lzchan.pc $(TOOLS)

@@ -26,6 +26,7 @@ PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       linux-headers-cloud-amd64 linux-source-6.1
       qemu-system-x86 busybox-static debootstrap
       libnuma-dev libpapi-dev)
+PKGS+=(dkms)	# the DKMS test, for the host's 6.1 headers
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -99,6 +100,16 @@ if [ ! -f "$root/.lzchan-ready" ]; then
 		trixie "$root" "$MIRROR" > "$CACHE/debootstrap.log" 2>&1 ||
 		die "debootstrap failed; see $CACHE/debootstrap.log"
 	touch "$root/.lzchan-ready"
+fi
+# Debian's dkms in the trixie root, for the DKMS test (selftests/lzchan_dkms.sh).
+if [ ! -x "$root/usr/sbin/dkms" ]; then
+	[ "$(id -u)" = 0 ] || die "installing dkms in the trixie root needs root"
+	say "installing dkms in $root"
+	chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive;
+		apt-get -o Acquire::Retries=3 update -qq &&
+		apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends dkms' \
+		> "$CACHE/dkms-root.log" 2>&1 ||
+		die "cannot install dkms in $root; see $CACHE/dkms-root.log"
 fi
 kver_t=$(ls "$root/lib/modules" | head -n 1)
 [ -n "$kver_t" ] || die "no kernel headers in $root"

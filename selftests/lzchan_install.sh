@@ -1,0 +1,184 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# make install / uninstall / dkms-install into a scratch DESTDIR: every file
+# where it belongs with its mode, a program built against the installed
+# tree with pkg-config (shared and static) runs, and uninstall leaves
+# nothing behind.  Prints TAP.  Needs a built tree ('make lib tools').
+# usage: lzchan_install.sh TOP-OF-THE-SOURCE-TREE
+top=${1:?usage: $0 TOP-OF-THE-SOURCE-TREE}
+n=0 failed=0
+echo "TAP version 13"
+echo "1..20"
+
+check() { # description, then the test as a command
+	desc=$1; shift
+	n=$((n + 1))
+	if "$@"; then echo "ok $n $desc"; else echo "not ok $n $desc"; failed=1; fi
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+d=$tmp/root
+mk() { make -s -C "$top" "$@" >>"$tmp/make.log" 2>&1; }
+version=$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' "$top/Makefile")
+
+mk install dkms-install DESTDIR="$d" PREFIX=/usr
+check "make install dkms-install DESTDIR= PREFIX=/usr succeeds" [ $? = 0 ]
+[ $? = 0 ] || sed 's/^/# /' "$tmp/make.log"
+
+# path and octal mode of every file install must produce
+cat >"$tmp/expect" <<EOF
+usr/lib/liblzchan.so.0 755
+usr/lib/liblzchan.a 644
+usr/lib/pkgconfig/lzchan.pc 644
+usr/include/lzchan.h 644
+usr/include/linux/lzchan.h 644
+usr/lib/udev/rules.d/60-lzchan.rules 644
+usr/lib/modules-load.d/lzchan.conf 644
+usr/lib/sysusers.d/lzchan.conf 644
+usr/share/doc/lzchan/modprobe-lzchan.conf 644
+usr/src/lzchan-$version/dkms.conf 644
+usr/src/lzchan-$version/Kbuild 644
+usr/src/lzchan-$version/kmod/Kbuild 644
+usr/src/lzchan-$version/kmod/uapi/linux/lzchan.h 644
+EOF
+# The Makefile's own list of tools to install (INSTALL_TOOLS).
+tools=$(echo 'lz-print-tools: ; @echo $(INSTALL_TOOLS)' |
+	make -s --no-print-directory -C "$top" -f Makefile -f - lz-print-tools)
+for t in $tools; do
+	echo "usr/bin/${t##*/} 755" >>"$tmp/expect"
+done
+for m in "$top"/man/man1/*.1 "$top"/man/man3/*.3; do
+	[ -f "$m" ] || continue
+	s=${m##*.}
+	echo "usr/share/man/man$s/${m##*/} 644" >>"$tmp/expect"
+done
+for k in "$top"/kmod/*.c "$top"/kmod/*.h; do
+	case $k in *.mod.c) continue ;; esac
+	echo "usr/src/lzchan-$version/kmod/${k##*/} 644" >>"$tmp/expect"
+done
+sort -u "$tmp/expect" -o "$tmp/expect"
+: >"$tmp/bad"
+while read -r path mode; do
+	if [ ! -f "$d/$path" ]; then
+		echo "# missing: /$path" >>"$tmp/bad"
+	elif [ "$(stat -c %a "$d/$path")" != "$mode" ]; then
+		echo "# /$path: mode $(stat -c %a "$d/$path"), want $mode" >>"$tmp/bad"
+	fi
+done <"$tmp/expect"
+cat "$tmp/bad"
+check "$(wc -l <"$tmp/expect") files installed with their modes (tools, man pages, module sources by wildcard)" \
+	[ ! -s "$tmp/bad" ]
+check "the tools installed include lzchan and lzchan-demo" \
+	sh -c "grep -qx 'usr/bin/lzchan 755' '$tmp/expect' && grep -qx 'usr/bin/lzchan-demo 755' '$tmp/expect'"
+
+check "liblzchan.so is a symlink to the soname liblzchan.so.0" \
+	[ "$(readlink "$d/usr/lib/liblzchan.so")" = liblzchan.so.0 ]
+check "the installed library's SONAME is liblzchan.so.0" \
+	sh -c "readelf -d '$d/usr/lib/liblzchan.so.0' | grep -q 'SONAME.*\[liblzchan.so.0\]'"
+check "dkms.conf's PACKAGE_VERSION is the Makefile's VERSION ($version), in the tree and installed" \
+	sh -c "grep -qx 'PACKAGE_VERSION=\"$version\"' '$top/dkms.conf' &&
+	       grep -qx 'PACKAGE_VERSION=\"$version\"' '$d/usr/src/lzchan-$version/dkms.conf'"
+check "no build products among the DKMS sources" \
+	sh -c "! find '$d/usr/src' -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' | grep -q ."
+check "the udev rule gives /dev/lzchan to group lzchan, mode 0660" \
+	sh -c "grep -v '^#' '$d/usr/lib/udev/rules.d/60-lzchan.rules' |
+	       grep 'KERNEL==\"lzchan\"' | grep 'GROUP=\"lzchan\"' | grep -q 'MODE=\"0660\"'"
+check "modules-load.d names the module; sysusers.d makes the group" \
+	sh -c "grep -qx lzchan '$d/usr/lib/modules-load.d/lzchan.conf' &&
+	       grep -qx 'g lzchan -' '$d/usr/lib/sysusers.d/lzchan.conf'"
+# Each parameter in the modprobe.d example, with the module's own default.
+ok=1
+for p in max_channels max_channel_bytes max_user_bytes; do
+	def=$(sed -n "s/^[a-z ]*lzchan_$p = \(.*\);$/\1/p" "$top/kmod/lzchan_main.c")
+	case $def in *'<<'*) def=$(( $(echo "$def" | tr -d 'UL') )) ;; esac
+	grep -qx "#options lzchan $p=$def" "$d/usr/share/doc/lzchan/modprobe-lzchan.conf" ||
+		{ echo "# modprobe.d example lacks '#options lzchan $p=$def'"; ok=0; }
+done
+check "the modprobe.d example shows every parameter with its default" [ $ok = 1 ]
+
+# pkg-config against the installed tree, as a packager's sysroot.
+export PKG_CONFIG_SYSROOT_DIR="$d" PKG_CONFIG_LIBDIR="$d/usr/lib/pkgconfig" PKG_CONFIG_PATH=
+check "pkg-config: lzchan $version, -I and -L inside the tree" \
+	sh -c "[ \"\$(pkg-config --modversion lzchan)\" = '$version' ] &&
+	       [ \"\$(echo \$(pkg-config --cflags --libs lzchan))\" = '-I$d/usr/include -L$d/usr/lib -llzchan' ]"
+
+cat >"$tmp/hello.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <lzchan.h>
+
+int main(int argc, char **argv)
+{
+	struct lzchan *rx, *tx;
+	char buf[64];
+	uint32_t lane;
+	int ret, status;
+	pid_t pid;
+
+	ret = lzchan_open(&rx, argv[1], LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, NULL);
+	if (ret) {
+		fprintf(stderr, "open receiver: %s\n", strerror(-ret));
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (lzchan_open(&tx, argv[1], LZCHAN_SENDER, NULL) ||
+		    lzchan_send_wait(tx, "hello", 5, -1))
+			_exit(1);
+		lzchan_close(tx);
+		_exit(0);
+	}
+	ret = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 60LL * 1000000000);
+	waitpid(pid, &status, 0);
+	lzchan_unlink(argv[1]);
+	lzchan_close(rx);
+	if (ret != 5 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 2;
+	printf("%.*s v%d.%d %d\n", ret, buf, lzchan_version_major(),
+	       lzchan_version_minor(), argc);
+	return 0;
+}
+EOF
+export LZCHAN_BACKEND=shm LZCHAN_SHM_DIR="$tmp"
+cc -Wall -Wextra -Werror $(pkg-config --cflags lzchan) -o "$tmp/hello" "$tmp/hello.c" \
+	$(pkg-config --libs lzchan) >"$tmp/cc.log" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/cc.log"
+check "a program builds against the installed headers and library (-Wall -Wextra -Werror)" [ $rc = 0 ]
+check "it loads the installed liblzchan.so.0" \
+	sh -c "LD_LIBRARY_PATH='$d/usr/lib' ldd '$tmp/hello' 2>&1 | grep -q '=> $d/usr/lib/liblzchan.so.0 '"
+check "it runs: a message from a forked sender arrives (shm backend)" \
+	sh -c "[ \"\$(LD_LIBRARY_PATH='$d/usr/lib' '$tmp/hello' inst.$$ 2>&1)\" = 'hello v0.1 2' ]"
+cc -Wall -Werror $(pkg-config --cflags lzchan) -o "$tmp/hello-static" "$tmp/hello.c" \
+	"$d/usr/lib/liblzchan.a" >"$tmp/cc.log" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/cc.log"
+check "linked with the installed liblzchan.a, it runs without the shared library" \
+	sh -c "[ $rc = 0 ] && ! ldd '$tmp/hello-static' | grep -q liblzchan &&
+	       [ \"\$(LD_LIBRARY_PATH=/nonexistent '$tmp/hello-static' inst2.$$)\" = 'hello v0.1 2' ]"
+check "the installed lzchan command runs" \
+	sh -c "'$d/usr/bin/lzchan' --version | grep -q '^lzchan [0-9]'"
+
+mk uninstall dkms-uninstall DESTDIR="$d" PREFIX=/usr
+rc=$?
+left=$(cd "$d" && find . ! -type d | sed 's/^\.//')
+[ -z "$left" ] || echo "$left" | sed 's/^/# left behind: /'
+check "make uninstall dkms-uninstall removes every file" [ "$rc:$left" = 0: ]
+
+# Default PREFIX (/usr/local); udev and modules-load.d stay in /usr/lib.
+d2=$tmp/root2
+mk install DESTDIR="$d2"
+check "default PREFIX: /usr/local for the library, pkg-config says so" \
+	sh -c "[ -f '$d2/usr/local/lib/liblzchan.so.0' ] && [ -f '$d2/usr/local/bin/lzchan' ] &&
+	       grep -qx 'prefix=/usr/local' '$d2/usr/local/lib/pkgconfig/lzchan.pc' &&
+	       grep -qx 'libdir=/usr/local/lib' '$d2/usr/local/lib/pkgconfig/lzchan.pc'"
+check "default PREFIX: the udev rule still goes where udev reads it" \
+	[ -f "$d2/usr/lib/udev/rules.d/60-lzchan.rules" ]
+d3=$tmp/root3
+mk install DESTDIR="$d3" PREFIX=/opt/lz UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR=
+check "UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR= skip the system files" \
+	sh -c "[ -f '$d3/opt/lz/lib/liblzchan.so.0' ] && [ ! -e '$d3/usr' ]"
+exit $failed
