@@ -255,8 +255,10 @@ TEST(parked_receiver_never_misses_a_wakeup)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	TH_LOG("%lu wakeups: mean %.1f us, worst %.1f us after sending",
 		       count, sum / 1000.0 / count, worst / 1000.0);
-	/* Not a speed check: a lost wakeup shows as a message ~never delivered. */
-	EXPECT_GT(100000000ULL, worst);
+	/* Not a speed check (a loaded machine makes single wakeups take
+	 * 100+ ms): a lost wakeup that the bounded sleeps do not rescue
+	 * shows as a message delivered never, or after seconds. */
+	EXPECT_GT(5000000000ULL, worst);
 	lzchan_close(rx);
 	lzchan_unlink(name);
 }
