@@ -187,7 +187,12 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 
 fail:
 	close(fd);
-	return ret;
+	if (ls || ret != -EPROTO)
+		return ret;
+	/* Cut short since its header was read: describe it as invalid. */
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, name, strlen(name) + 1);
+	out->numa_node = LZCHAN_NODE_LOCAL;
 
 owner_only:
 	out->uid = out->cuid = st.st_uid;
