@@ -136,11 +136,10 @@ static void explain(const char *what, const char *name, int err, int need)
 		return;
 	case EACCES:
 	case EPERM:
-		if (stat(LZCHAN_DEVICE_PATH, &ds) == 0 &&
-		    getenv("LZCHAN_BACKEND") && !strcmp(getenv("LZCHAN_BACKEND"), "shm"))
-			; /* the device is not in play */
-		else if (stat(LZCHAN_DEVICE_PATH, &ds) == 0 &&
-			 access(LZCHAN_DEVICE_PATH, R_OK | W_OK)) {
+		/* The device is in play unless the shm backend is forced. */
+		if (!(getenv("LZCHAN_BACKEND") && !strcmp(getenv("LZCHAN_BACKEND"), "shm")) &&
+		    stat(LZCHAN_DEVICE_PATH, &ds) == 0 &&
+		    access(LZCHAN_DEVICE_PATH, R_OK | W_OK)) {
 			fail(what, err, "%s is mode %04o, owner uid %u gid %u: ask an "
 			     "administrator to add you to its group", LZCHAN_DEVICE_PATH,
 			     ds.st_mode & 07777, ds.st_uid, ds.st_gid);
@@ -598,7 +597,7 @@ static int cmd_show(int argc, char **argv)
 		free(lanes);
 		return 0;
 	}
-	fmt_node(&s, node, sizeof(node));
+	snprintf(node, sizeof(node), "%d", s.numa_node);
 	printf("name:            %s\n", s.name);
 	printf("backend:         %s\n", where);
 	printf("owner:           uid %u gid %u (creator uid %u gid %u)\n", s.uid, s.gid,
@@ -896,7 +895,7 @@ static int cmd_send(int argc, char **argv)
 				break;
 			}
 		}
-		rc = send_one(ch, name, buf, len, timeout_ns);
+		rc = send_one(ch, name, buf ? buf : "", len, timeout_ns);
 		if (rc)
 			break;
 	}
@@ -1382,8 +1381,9 @@ static void usage(FILE *to)
 
 	fprintf(to, "usage: %s [--version] [--help] COMMAND [ARGS]\n\ncommands:\n", prog);
 	for (i = 0; i < NCMDS; i++)
-		fprintf(to, "  %s %s%s%s\n", prog, cmds[i].synopsis,
-			cmds[i].alias ? "    (alias: " : "", cmds[i].alias ? cmds[i].alias : "");
+		fprintf(to, "  %s %s%s%s%s\n", prog, cmds[i].synopsis,
+			cmds[i].alias ? "    (alias: " : "", cmds[i].alias ? cmds[i].alias : "",
+			cmds[i].alias ? ")" : "");
 	fprintf(to, "\n'%s help COMMAND' or '%s COMMAND --help' describes one.\n"
 		"environment: LZCHAN_BACKEND=dev|shm|auto, LZCHAN_SHM_DIR (default /dev/shm)\n"
 		EXIT_HELP, prog, prog);
