@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define LZCHAN_VERSION_MAJOR	0
-#define LZCHAN_VERSION_MINOR	1
+#define LZCHAN_VERSION_MINOR	2
 
 /* Version of the library actually linked (may differ from the header's). */
 int lzchan_version_major(void);
@@ -200,6 +200,83 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
  * module's error.
  */
 int lzchan_dev_features(struct lzchan_features *out);
+
+/* ---- managing and inspecting channels (since LZCHAN_0.2) ---- */
+
+/*
+ * lzchan_create - create channel @name without attaching to it.
+ * @opts:  geometry, mode and node (NULL: the defaults); the receiver's
+ *         tunables are ignored
+ * @flags: 0, or LZCHAN_EXCL to fail when the name exists
+ *
+ * Returns 1 if this call created the channel, 0 if it existed already
+ * (without LZCHAN_EXCL; the existing geometry stands), or -EEXIST (EXCL),
+ * -EINVAL (bad name, geometry, mode, node or flags), -ENAMETOOLONG, -EACCES
+ * (may not open /dev/lzchan, or create in the shm directory), -ENODEV
+ * (LZCHAN_BACKEND=dev but no module), the module's limits (-ENOSPC,
+ * -EFBIG, -EDQUOT) or -ENOMEM.
+ */
+int lzchan_create(const char *name, const struct lzchan_opts *opts,
+		  unsigned int flags);
+
+/*
+ * lzchan_list - describe the channels visible to the caller.
+ * @st:      room for @n descriptions (may be NULL when @n is 0)
+ * @n:       entries in @st
+ * @backend: if not NULL, set to the backend listed (enum lzchan_backend)
+ *
+ * The backend is chosen as lzchan_open() chooses it (LZCHAN_BACKEND).
+ * dev: the channels named in the caller's IPC namespace, as the module
+ * describes them (LZCHAN_IOC_LIST), whatever their mode.  shm: the files
+ * lzchan.<name> in /dev/shm (LZCHAN_SHM_DIR overrides); see lzchan_stat()
+ * for what such a description holds.  Entries come in no particular order.
+ *
+ * Returns the number of channels visible (fills min(@n, that) entries;
+ * call again with more room if it is larger than @n), or -ENODEV (dev
+ * forced but no module), -EACCES (may not open /dev/lzchan), -ENOENT (the
+ * shm directory does not exist), -ENOMEM, or another negative errno.
+ */
+int lzchan_list(struct lzchan_chan_stat *st, unsigned int n, uint32_t *backend);
+
+/*
+ * lzchan_stat - describe channel @name without attaching to it.
+ *
+ * Fills @st as LZCHAN_IOC_LIST does and sets *@backend (if not NULL).
+ * On the shm backend the file is read, never mapped, and trusted in
+ * nothing: uid, gid and mode are the file's (cuid, cgid: the same);
+ * senders counts lanes whose sender process is alive, receiver whether
+ * the receiver's process is; sender_attaches sums the lanes' generations;
+ * wake_requests and wakeups both count the senders' futex wakes (a 32-bit
+ * counter); peer_deaths is 0 (not recorded).  A file that is not a valid
+ * channel, or that the caller may not read, is still described (owner,
+ * mode, bytes) with slot_size 0 meaning "geometry unknown".
+ *
+ * Returns 0, or -ENOENT (no such channel: see lzchan_list()), -EINVAL or
+ * -ENAMETOOLONG (bad name), and the errors of lzchan_list().
+ */
+int lzchan_stat(const char *name, struct lzchan_chan_stat *st, uint32_t *backend);
+
+/* One lane as lzchan_stat_lanes() sees it. */
+struct lzchan_lane_stat {
+	uint32_t state;		/* LZCHAN_LANE_FREE, _ATTACHED or _CLOSED */
+	uint32_t gen;		/* senders that attached to this lane so far */
+	uint32_t alive;		/* 1: the sender's process holds the lane */
+	uint32_t sleepy;	/* 1: the receiver stopped polling the lane */
+	uint32_t tail;		/* positions (slots) written by the sender */
+	uint32_t head;		/* positions the receiver has published as read */
+	uint64_t msgs;		/* messages sent on this lane (by its senders) */
+	uint64_t bytes;		/* payload bytes sent */
+	uint64_t reserved[2];
+};
+
+/*
+ * lzchan_stat_lanes - per-lane state of channel @name.
+ * Fills min(@n, lanes) entries of @ls and returns the channel's number of
+ * lanes (max_senders), or -EOPNOTSUPP on the dev backend (the module
+ * shows lanes only to attached processes), -EPROTO (the file is not a
+ * valid channel), -EACCES, and the errors of lzchan_stat().
+ */
+int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n);
 
 #ifdef __cplusplus
 }

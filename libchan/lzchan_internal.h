@@ -8,6 +8,7 @@
 #define LZCHAN_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lzchan.h"
@@ -103,7 +104,37 @@ struct lzchan {
 	uint32_t scans;			/* empty receive-anys since a scan */
 };
 
+/*
+ * The shm backend's file: a header page, then the channel areas laid out
+ * as the module lays them out.  Ownership is kept with open-file-description
+ * locks far past the end of the file: the receiver holds byte LOCK_BASE,
+ * the sender of lane i byte LOCK_BASE + 1 + i.
+ */
+#define LOCK_BASE		(1LL << 40)
+#define SHM_FILE_MAGIC		0x6c7a6366U	/* "lzcf" */
+#define SHM_FILE_VERSION	1
+
+struct __lzchan_shm_file {
+	uint32_t magic;		/* stored last, with release order */
+	uint32_t version;
+	uint32_t page_size;
+	uint32_t slot_size;
+	uint32_t slot_count;
+	uint32_t max_senders;
+	int32_t numa_node;
+	uint32_t pad;
+	struct lzchan_layout layout;
+};
+
 /* lzchan_setup.c */
+int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);
+/* The device fd to use, -ENOENT meaning "use shm", or another -errno. */
+int __lzchan_pick(void);
+int __lzchan_shm_path(char *buf, size_t len, const char *name);
+void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
+			 uint32_t slot_count, uint32_t max_senders, uint64_t page);
+/* 1 if another open file description holds @byte, 0 if none, -errno. */
+int __lzchan_locked(int fd, int64_t byte);
 int __lzchan_shm_lane_alive(struct lzchan *ch, uint32_t lane);
 int __lzchan_shm_rx_alive(struct lzchan *ch);
 int __lzchan_name_check(const char *name);

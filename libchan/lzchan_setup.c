@@ -27,23 +27,6 @@
 
 #include "lzchan_internal.h"
 
-#define LOCK_BASE		(1LL << 40)
-#define SHM_FILE_MAGIC		0x6c7a6366U	/* "lzcf" */
-#define SHM_FILE_VERSION	1
-
-/* The shm backend's header page; the channel area follows it. */
-struct __lzchan_shm_file {
-	uint32_t magic;		/* stored last, with release order */
-	uint32_t version;
-	uint32_t page_size;
-	uint32_t slot_size;
-	uint32_t slot_count;
-	uint32_t max_senders;
-	int32_t numa_node;
-	uint32_t pad;
-	struct lzchan_layout layout;
-};
-
 int lzchan_version_major(void)
 {
 	return LZCHAN_VERSION_MAJOR;
@@ -83,8 +66,8 @@ int __lzchan_name_check(const char *name)
 	return 0;
 }
 
-static int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
-			       uint32_t max_senders)
+int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
+			uint32_t max_senders)
 {
 	if (slot_size < LZCHAN_SLOT_SIZE_MIN || slot_size > LZCHAN_SLOT_SIZE_MAX ||
 	    slot_size % LZCHAN_CACHELINE || (slot_size & (slot_size - 1)))
@@ -129,7 +112,7 @@ static int __lzchan_backend_env(void)
  * open is an error, not a reason to use another namespace of names), else
  * shared memory.  Returns the open device fd, or -ENOENT meaning "shm".
  */
-static int __lzchan_pick(void)
+int __lzchan_pick(void)
 {
 	int mode = __lzchan_backend_env(), fd;
 
@@ -147,7 +130,7 @@ static int __lzchan_pick(void)
 	return -errno;
 }
 
-static int __lzchan_shm_path(char *buf, size_t len, const char *name)
+int __lzchan_shm_path(char *buf, size_t len, const char *name)
 {
 	const char *dir = getenv("LZCHAN_SHM_DIR");
 
@@ -297,8 +280,8 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 
 /* ---- shm backend ---- */
 
-static void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
-				uint32_t slot_count, uint32_t max_senders, uint64_t page)
+void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
+			 uint32_t slot_count, uint32_t max_senders, uint64_t page)
 {
 	uint64_t lane;
 
@@ -339,7 +322,7 @@ static int __lzchan_unlock(int fd, int64_t byte)
 }
 
 /* 1 if another open file description holds @byte, 0 if none, -errno. */
-static int __lzchan_locked(int fd, int64_t byte)
+int __lzchan_locked(int fd, int64_t byte)
 {
 	struct flock fl = {
 		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
@@ -742,6 +725,52 @@ int lzchan_unlink(const char *name)
 	if (ret)
 		return ret;
 	return unlink(path) < 0 ? -errno : 0;
+}
+
+int lzchan_create(const char *name, const struct lzchan_opts *opts,
+		  unsigned int flags)
+{
+	char path[PATH_MAX];
+	struct lzchan_opts o;
+	bool created = false;
+	int ret, fd;
+
+	if (flags & ~LZCHAN_EXCL)
+		return -EINVAL;
+	ret = __lzchan_name_check(name);
+	if (ret)
+		return ret;
+	if (opts)
+		o = *opts;
+	else
+		lzchan_opts_init(&o);
+	fd = __lzchan_pick();
+	if (fd >= 0) {
+		struct lzchan_create c = {
+			.size = sizeof(c),
+			.flags = ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
+				 (o.node_strict ? LZCHAN_CREATE_NODE_STRICT : 0),
+			.slot_size = o.slot_size,
+			.slot_count = o.slot_count,
+			.max_senders = o.max_senders,
+			.numa_node = o.numa_node,
+			.mode = o.mode,
+		};
+
+		memcpy(c.name, name, strlen(name) + 1);
+		ret = ioctl(fd, LZCHAN_IOC_CREATE, &c) < 0 ? -errno : (int)c.created;
+		close(fd);
+		return ret;
+	}
+	if (fd != -ENOENT)
+		return fd;
+	ret = __lzchan_shm_path(path, sizeof(path), name);
+	if (ret)
+		return ret;
+	ret = __lzchan_shm_create(path, &o, &created);
+	if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
+		return 0;
+	return ret ? ret : 1;
 }
 
 int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)

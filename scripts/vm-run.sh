@@ -79,6 +79,7 @@ cp "$top/selftests/vm/init" "$initrd/init"
 cp "$bsrc/kmod/lzchan.ko" "$initrd/lzchan.ko"
 cp "$top/selftests/settings" "$initrd/tests/"
 cp "$top/selftests/lzchan_hold" "$initrd/tests/" || fail_early "lzchan_hold built (run 'make selftests')"
+cp "$top/selftests/lzchan-static" "$initrd/tests/" || fail_early "lzchan-static built (run 'make selftests')"
 for t in "${tests[@]}"; do
 	[ -x "$top/selftests/$t" ] || fail_early "selftest $t built (run 'make selftests')"
 	cp "$top/selftests/$t" "$initrd/tests/"

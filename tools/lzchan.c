@@ -2,64 +2,1427 @@
 /*
  * lzchan: inspect and drive lzchan channels from the shell.
  *
- * Exit status: 0 success, 1 the operation failed, 2 usage error.
+ *   lzchan list | show NAME | create NAME ... | remove NAME
+ *   lzchan send NAME | recv NAME | watch [NAME] | features
+ *
+ * Exit status: 0 success, 1 the operation failed, 2 usage error,
+ * 3 timed out (recv/send --timeout).  See man/man1/lzchan.1.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lzchan.h>
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
+#define EXIT_TIMEOUT	3
+
+/* The record prefix of send/recv --records: a 4-byte little-endian length. */
+#define RECORD_PREFIX	4
 
 static const char *prog = "lzchan";
+static const char *cmdname = "";		/* for messages: "lzchan send" */
+static volatile sig_atomic_t stop;
 
-static void usage(FILE *to)
+static void on_signal(int sig)
 {
-	fprintf(to,
-		"usage: %s [--version] [--help] COMMAND [ARGS]\n"
-		"\n"
-		"commands:\n"
-		"  features   show the ABI and features of the loaded module\n",
-		prog);
+	(void)sig;
+	stop = 1;
 }
 
-/* One line: what failed, the errno's name, and what to do about it. */
-static void report(const char *what, int err)
+static void catch_signals(void)
 {
-	const char *hint = "";
+	struct sigaction sa = { .sa_handler = on_signal };
 
-	if (err == ENOENT)
-		hint = ": the lzchan module is not loaded (load it with 'modprobe lzchan')";
-	else if (err == EACCES || err == EPERM)
-		hint = ": ask an administrator to add you to the group that owns " LZCHAN_DEVICE_PATH;
-	fprintf(stderr, "%s: %s: %s (%s)%s\n", prog, what, strerror(err),
-		strerrorname_np(err) ? strerrorname_np(err) : "?", hint);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
+
+/* ---- messages ---- */
+
+static const char *errname(int err)
+{
+	const char *n = strerrorname_np(err);
+
+	return n ? n : "?";
+}
+
+/* "lzchan CMD: WHAT: strerror (ENAME): HINT" -- one line on stderr. */
+static void __attribute__((format(printf, 3, 4)))
+fail(const char *what, int err, const char *hint, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s%s%s: %s: %s (%s)", prog, *cmdname ? " " : "", cmdname,
+		what, strerror(err), errname(err));
+	if (hint && *hint) {
+		fputs(": ", stderr);
+		va_start(ap, hint);
+		vfprintf(stderr, hint, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+}
+
+static void __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s%s%s: ", prog, *cmdname ? " " : "", cmdname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see '%s %s%s--help')\n", prog, cmdname, *cmdname ? " " : "");
+}
+
+static const char *shm_dir(void)
+{
+	const char *d = getenv("LZCHAN_SHM_DIR");
+
+	return d && *d ? d : "/dev/shm";
+}
+
+static const char *backend_str(uint32_t backend)
+{
+	return backend == LZCHAN_BACKEND_DEV ? "dev" : "shm";
+}
+
+/* The backend lzchan_open() would pick, as text ("dev (/dev/lzchan)"). */
+static void backend_where(uint32_t backend, char *buf, size_t len)
+{
+	if (backend == LZCHAN_BACKEND_DEV)
+		snprintf(buf, len, "dev (%s)", LZCHAN_DEVICE_PATH);
+	else
+		snprintf(buf, len, "shm (%s)", shm_dir());
+}
+
+/*
+ * Explain a failure to reach the channel machinery or a channel: the
+ * errno name and what to do.  @name may be NULL.  @need: 'r' receiving,
+ * 'w' sending, 0 otherwise.
+ */
+static void explain(const char *what, const char *name, int err, int need)
+{
+	struct lzchan_chan_stat st;
+	struct stat ds;
+	uint32_t be;
+
+	switch (err) {
+	case ENODEV:
+		fail(what, err, "LZCHAN_BACKEND=dev but the lzchan module is not loaded: "
+		     "load it with 'modprobe lzchan' (or unset LZCHAN_BACKEND to use %s)",
+		     shm_dir());
+		return;
+	case ENOENT:
+		if (name)
+			fail(what, err, "no channel '%s' here: see 'lzchan list'", name);
+		else
+			fail(what, err, "%s does not exist: create it or set LZCHAN_SHM_DIR",
+			     shm_dir());
+		return;
+	case EACCES:
+	case EPERM:
+		/* The device is in play unless the shm backend is forced. */
+		if (!(getenv("LZCHAN_BACKEND") && !strcmp(getenv("LZCHAN_BACKEND"), "shm")) &&
+		    stat(LZCHAN_DEVICE_PATH, &ds) == 0 &&
+		    access(LZCHAN_DEVICE_PATH, R_OK | W_OK)) {
+			fail(what, err, "%s is mode %04o, owner uid %u gid %u: ask an "
+			     "administrator to add you to its group", LZCHAN_DEVICE_PATH,
+			     ds.st_mode & 07777, ds.st_uid, ds.st_gid);
+			return;
+		}
+		if (name && lzchan_stat(name, &st, &be) == 0) {
+			if (need)
+				fail(what, err, "'%s' is mode %04o, owner uid %u gid %u; %s needs "
+				     "the '%c' bit for you (uid %u gid %u): ask its owner to "
+				     "change it", name, st.mode, st.uid, st.gid,
+				     need == 'r' ? "receiving" : "sending", need, getuid(), getgid());
+			else if (be == LZCHAN_BACKEND_DEV)
+				fail(what, err, "'%s' belongs to uid %u (creator uid %u): only "
+				     "they or a process with CAP_IPC_OWNER may do this", name,
+				     st.uid, st.cuid);
+			else
+				fail(what, err, "'%s' belongs to uid %u: only its owner may "
+				     "remove it from %s (or change it)", name, st.uid, shm_dir());
+			return;
+		}
+		fail(what, err, "no permission: check the mode of %s and of %s",
+		     LZCHAN_DEVICE_PATH, shm_dir());
+		return;
+	case EBUSY:
+		fail(what, err, "a receiver is already attached to '%s' (one per channel): "
+		     "stop it first", name ? name : "?");
+		return;
+	case EUSERS:
+		fail(what, err, "every lane of '%s' is in use or holds undelivered messages: "
+		     "let the receiver drain it, or recreate it with more --lanes",
+		     name ? name : "?");
+		return;
+	case EEXIST:
+		fail(what, err, "'%s' exists: remove it with 'lzchan remove %s', or pass "
+		     "--exist-ok", name ? name : "?", name ? name : "?");
+		return;
+	case EPIPE:
+		fail(what, err, "the receiver of '%s' left: start one with 'lzchan recv %s'",
+		     name ? name : "?", name ? name : "?");
+		return;
+	case EAGAIN:
+		if (name) {
+			fail(what, err, "'%s' in %s is not a valid channel (unfinished, or not "
+			     "a channel file): if it stays so, remove it with 'lzchan remove %s'",
+			     name, shm_dir(), name);
+			return;
+		}
+		fail(what, err, NULL);
+		return;
+	case EPROTO:
+		fail(what, err, "'%s' in %s is not a valid lzchan channel file: remove it "
+		     "with 'lzchan remove %s'", name ? name : "?", shm_dir(), name ? name : "?");
+		return;
+	case ENOSPC:
+		fail(what, err, "the module's max_channels is reached: remove channels, or "
+		     "raise /sys/module/lzchan/parameters/max_channels");
+		return;
+	case EFBIG:
+		fail(what, err, "the channel is larger than the module's max_channel_bytes: "
+		     "use fewer --slots/--lanes or a smaller --slot-size");
+		return;
+	case EDQUOT:
+		fail(what, err, "your channels would exceed the module's max_user_bytes: "
+		     "remove some, or ask to raise it");
+		return;
+	case ENOMEM:
+		fail(what, err, "out of memory (with --strict: none on that node): use a "
+		     "smaller channel or another --node");
+		return;
+	case EINVAL:
+		if (getenv("LZCHAN_BACKEND")) {
+			const char *b = getenv("LZCHAN_BACKEND");
+
+			if (*b && strcmp(b, "dev") && strcmp(b, "shm") && strcmp(b, "auto")) {
+				fail(what, err, "LZCHAN_BACKEND='%s' is not dev, shm or auto", b);
+				return;
+			}
+		}
+		fail(what, err, "invalid argument");
+		return;
+	case ENAMETOOLONG:
+		fail(what, err, "channel names are at most %d bytes", LZCHAN_NAME_MAX);
+		return;
+	default:
+		fail(what, err, NULL);
+	}
+}
+
+/* ---- JSON ---- */
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* ---- numbers ---- */
+
+static bool parse_u64(const char *s, int base, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (errno || *end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_u32_opt(const char *opt, const char *s, uint32_t min, uint32_t max,
+			  uint32_t *out)
+{
+	uint64_t v;
+
+	if (!parse_u64(s, 10, UINT32_MAX, &v) || v < min || v > max) {
+		usage_error("%s '%s' is not a whole number in %u..%u", opt, s, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* Milliseconds (non-negative) to nanoseconds. */
+static bool parse_ms(const char *s, int64_t *ns)
+{
+	uint64_t v;
+
+	if (!parse_u64(s, 10, INT64_MAX / 1000000, &v)) {
+		usage_error("--timeout '%s' is not a number of milliseconds", s);
+		return false;
+	}
+	*ns = (int64_t)v * 1000000;
+	return true;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static bool name_ok(const char *name)
+{
+	size_t len, i;
+
+	if (!name) {
+		usage_error("a channel NAME is required");
+		return false;
+	}
+	len = strlen(name);
+	if (!len || len > LZCHAN_NAME_MAX) {
+		usage_error("channel name '%s' must be 1..%d bytes", name, LZCHAN_NAME_MAX);
+		return false;
+	}
+	for (i = 0; i < len; i++)
+		if (name[i] < '!' || name[i] > '~' || name[i] == '/') {
+			usage_error("channel name '%s': only printable ASCII without spaces "
+				    "or '/'", name);
+			return false;
+		}
+	return true;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- commands ---- */
+
+struct cmd {
+	const char *name;
+	const char *alias;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis;
+	const char *help;
+};
+
+static const struct cmd *find_cmd(const char *name);
+static int help_for(const char *name, FILE *to);
+
+/*
+ * getopt_long over a subcommand's arguments (options may follow NAME).
+ * Returns the option, -1 at the end, or '?' after printing a usage error.
+ */
+static int next_opt(int argc, char **argv, const char *shortopts,
+		    const struct option *longopts)
+{
+	int c, prev = optind;
+
+	opterr = 0;
+	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if (c == '?') {
+		const char *arg = argv[optind > prev ? optind - 1 : prev];
+
+		/* optopt: the option missing its value, or 0 / not ours. */
+		if (optopt && strchr(shortopts, optopt))
+			usage_error("option '%s' needs a value", arg);
+		else
+			usage_error("unknown option '%s'", arg);
+	}
+	return c;
+}
+
+static int reset_opts(void)
+{
+	optind = 0;	/* glibc: full reinitialisation */
+	return 0;
+}
+
+/* Positional arguments after options: exactly @want (0 or 1). */
+static bool positional(int argc, char **argv, int min, int max, const char **name)
+{
+	int n = argc - optind;
+
+	if (n < min) {
+		usage_error("a channel NAME is required");
+		return false;
+	}
+	if (n > max) {
+		usage_error("unexpected argument '%s'", argv[optind + max]);
+		return false;
+	}
+	*name = n ? argv[optind] : NULL;
+	return true;
+}
+
+#define HELP_OPT	{ "help", no_argument, NULL, 'h' }
+#define JSON_OPT	{ "json", no_argument, NULL, 'j' }
+
+/* ---- list ---- */
+
+static const char *rx_state(const struct lzchan_chan_stat *s)
+{
+	if (!s->receiver)
+		return "none";
+	return (s->rx_parked & 1) ? "parked" : "attached";
+}
+
+/* Fetch every visible channel; *out is malloc'ed. */
+static int fetch_all(struct lzchan_chan_stat **out, uint32_t *backend)
+{
+	struct lzchan_chan_stat *all = NULL;
+	unsigned int room = 0;
+	int ret;
+
+	for (;;) {
+		ret = lzchan_list(all, room, backend);
+		if (ret < 0 || (unsigned int)ret <= room)
+			break;
+		free(all);
+		room = ret + 16;
+		all = calloc(room, sizeof(*all));
+		if (!all)
+			return -ENOMEM;
+	}
+	if (ret < 0) {
+		free(all);
+		return ret;
+	}
+	*out = all;
+	return ret;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct lzchan_chan_stat *)a)->name,
+		      ((const struct lzchan_chan_stat *)b)->name);
+}
+
+static void json_chan(const struct lzchan_chan_stat *s)
+{
+	printf("{\"name\": ");
+	json_str(s->name);
+	printf(", \"uid\": %u, \"gid\": %u, \"cuid\": %u, \"cgid\": %u, \"mode\": \"%04o\""
+	       ", \"numa_node\": %d, \"node_strict\": %s",
+	       s->uid, s->gid, s->cuid, s->cgid, s->mode, s->numa_node,
+	       (s->create_flags & LZCHAN_CREATE_NODE_STRICT) ? "true" : "false");
+	if (s->slot_size)
+		printf(", \"slot_size\": %u, \"slot_count\": %u, \"max_senders\": %u"
+		       ", \"max_msg\": %llu", s->slot_size, s->slot_count, s->max_senders,
+		       (unsigned long long)(s->slot_count - 1) * s->slot_size -
+		       sizeof(struct lzchan_slot_hdr));
+	else
+		printf(", \"slot_size\": null, \"slot_count\": null, \"max_senders\": null"
+		       ", \"max_msg\": null");
+	printf(", \"bytes\": %llu, \"senders\": %u, \"receiver\": %s, \"receiver_parked\": %s"
+	       ", \"messages\": %llu, \"wakeups\": %llu, \"wake_requests\": %llu"
+	       ", \"sender_attaches\": %llu, \"peer_deaths\": %llu}",
+	       (unsigned long long)s->bytes, s->senders, s->receiver ? "true" : "false",
+	       s->receiver && (s->rx_parked & 1) ? "true" : "false",
+	       (unsigned long long)s->messages, (unsigned long long)s->wakeups,
+	       (unsigned long long)s->wake_requests, (unsigned long long)s->sender_attaches,
+	       (unsigned long long)s->peer_deaths);
+}
+
+static void fmt_node(const struct lzchan_chan_stat *s, char *buf, size_t len)
+{
+	if (s->numa_node < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%d%s", s->numa_node,
+			 (s->create_flags & LZCHAN_CREATE_NODE_STRICT) ? "!" : "");
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
+	struct lzchan_chan_stat *all = NULL;
+	bool json = false;
+	const char *name;
+	char where[PATH_MAX + 16];
+	uint32_t backend = 0;
+	int c, n, i;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "jh", lo)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h')
+			return help_for("list", stdout);
+		else
+			return EXIT_USAGE;
+	}
+	if (!positional(argc, argv, 0, 0, &name))
+		return EXIT_USAGE;
+	n = fetch_all(&all, &backend);
+	if (n < 0) {
+		explain("listing channels", NULL, -n, 0);
+		return EXIT_FAILED;
+	}
+	qsort(all, n, sizeof(*all), cmp_name);
+	backend_where(backend, where, sizeof(where));
+	if (json) {
+		printf("{\"backend\": \"%s\", \"where\": ", backend_str(backend));
+		json_str(backend == LZCHAN_BACKEND_DEV ? LZCHAN_DEVICE_PATH : shm_dir());
+		printf(", \"channels\": [");
+		for (i = 0; i < n; i++) {
+			printf(i ? ",\n  " : "\n  ");
+			json_chan(&all[i]);
+		}
+		printf("%s]}\n", n ? "\n" : "");
+	} else {
+		printf("backend: %s\n", where);
+		printf("%-20s %6s %6s %4s %4s %13s %7s %8s %12s %10s\n", "NAME", "UID", "GID",
+		       "MODE", "NODE", "SLOTS", "SENDERS", "RECEIVER", "MESSAGES", "WAKEUPS");
+		for (i = 0; i < n; i++) {
+			const struct lzchan_chan_stat *s = &all[i];
+			char slots[32], senders[24], node[16];
+
+			if (s->slot_size) {
+				snprintf(slots, sizeof(slots), "%ux%u", s->slot_count, s->slot_size);
+				snprintf(senders, sizeof(senders), "%u/%u", s->senders, s->max_senders);
+			} else {
+				snprintf(slots, sizeof(slots), "?");
+				snprintf(senders, sizeof(senders), "?");
+			}
+			fmt_node(s, node, sizeof(node));
+			printf("%-20s %6u %6u %04o %4s %13s %7s %8s %12llu %10llu\n", s->name,
+			       s->uid, s->gid, s->mode, node, slots, senders, rx_state(s),
+			       (unsigned long long)s->messages, (unsigned long long)s->wakeups);
+		}
+	}
+	free(all);
+	return 0;
+}
+
+/* ---- show ---- */
+
+static const char *lane_state(uint32_t st)
+{
+	switch (st) {
+	case LZCHAN_LANE_FREE: return "free";
+	case LZCHAN_LANE_ATTACHED: return "attached";
+	case LZCHAN_LANE_CLOSED: return "closed";
+	default: return "invalid";
+	}
+}
+
+static int cmd_show(int argc, char **argv)
+{
+	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
+	struct lzchan_lane_stat *lanes = NULL;
+	struct lzchan_chan_stat s;
+	const char *name;
+	char where[PATH_MAX + 16], node[16];
+	bool json = false;
+	uint32_t backend = 0;
+	int c, ret, nl = -1, i;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "jh", lo)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h')
+			return help_for("show", stdout);
+		else
+			return EXIT_USAGE;
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	ret = lzchan_stat(name, &s, &backend);
+	if (ret < 0) {
+		explain(name, name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	if (s.max_senders) {
+		lanes = calloc(s.max_senders, sizeof(*lanes));
+		if (!lanes) {
+			fail(name, ENOMEM, NULL);
+			return EXIT_FAILED;
+		}
+		nl = lzchan_stat_lanes(name, lanes, s.max_senders);
+		if (nl > (int)s.max_senders)	/* recreated meanwhile */
+			nl = s.max_senders;
+	}
+	backend_where(backend, where, sizeof(where));
+	if (json) {
+		printf("{\"backend\": \"%s\", \"channel\": ", backend_str(backend));
+		json_chan(&s);
+		printf(", \"lanes\": ");
+		if (nl < 0) {
+			printf("null");
+		} else {
+			printf("[");
+			for (i = 0; i < nl; i++)
+				printf("%s{\"lane\": %d, \"state\": \"%s\", \"gen\": %u, \"alive\": %s"
+				       ", \"sleepy\": %s, \"tail\": %u, \"head\": %u, \"pending\": %u"
+				       ", \"messages\": %llu, \"bytes\": %llu}", i ? ", " : "", i,
+				       lane_state(lanes[i].state), lanes[i].gen,
+				       lanes[i].alive ? "true" : "false",
+				       lanes[i].sleepy ? "true" : "false", lanes[i].tail,
+				       lanes[i].head, lanes[i].tail - lanes[i].head,
+				       (unsigned long long)lanes[i].msgs,
+				       (unsigned long long)lanes[i].bytes);
+			printf("]");
+		}
+		printf("}\n");
+		free(lanes);
+		return 0;
+	}
+	snprintf(node, sizeof(node), "%d", s.numa_node);
+	printf("name:            %s\n", s.name);
+	printf("backend:         %s\n", where);
+	printf("owner:           uid %u gid %u (creator uid %u gid %u)\n", s.uid, s.gid,
+	       s.cuid, s.cgid);
+	printf("mode:            %04o\n", s.mode);
+	printf("numa node:       %s%s\n", s.numa_node < 0 ? "any (first touch)" : node,
+	       (s.create_flags & LZCHAN_CREATE_NODE_STRICT) ? " (strict)" : "");
+	if (s.slot_size) {
+		printf("slots:           %u x %u bytes per lane\n", s.slot_count, s.slot_size);
+		printf("largest message: %llu bytes\n",
+		       (unsigned long long)(s.slot_count - 1) * s.slot_size -
+		       sizeof(struct lzchan_slot_hdr));
+		printf("senders:         %u attached, %u lanes\n", s.senders, s.max_senders);
+	} else {
+		printf("slots:           unknown (the file is unreadable or not a channel)\n");
+	}
+	printf("memory:          %llu bytes\n", (unsigned long long)s.bytes);
+	printf("receiver:        %s\n", rx_state(&s));
+	printf("messages:        %llu\n", (unsigned long long)s.messages);
+	printf("wake requests:   %llu\n", (unsigned long long)s.wake_requests);
+	printf("wakeups:         %llu\n", (unsigned long long)s.wakeups);
+	printf("sender attaches: %llu\n", (unsigned long long)s.sender_attaches);
+	printf("peer deaths:     %llu\n", (unsigned long long)s.peer_deaths);
+	if (nl == -EOPNOTSUPP) {
+		printf("lanes:           shown by the shm backend only\n");
+	} else if (nl < 0) {
+		printf("lanes:           unavailable (%s)\n", errname(-nl));
+	} else {
+		printf("%5s %-8s %6s %5s %6s %10s %10s %8s %12s %14s\n", "LANE", "STATE", "GEN",
+		       "ALIVE", "SLEEPY", "TAIL", "HEAD", "PENDING", "MESSAGES", "BYTES");
+		for (i = 0; i < nl; i++) {
+			if (lanes[i].state == LZCHAN_LANE_FREE && !lanes[i].gen)
+				continue;
+			printf("%5d %-8s %6u %5s %6s %10u %10u %8u %12llu %14llu\n", i,
+			       lane_state(lanes[i].state), lanes[i].gen,
+			       lanes[i].alive ? "yes" : "no", lanes[i].sleepy ? "yes" : "no",
+			       lanes[i].tail, lanes[i].head, lanes[i].tail - lanes[i].head,
+			       (unsigned long long)lanes[i].msgs,
+			       (unsigned long long)lanes[i].bytes);
+		}
+	}
+	free(lanes);
+	return 0;
+}
+
+/* ---- create / remove ---- */
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "slots", required_argument, NULL, 's' },
+		{ "slot-size", required_argument, NULL, 'b' },
+		{ "lanes", required_argument, NULL, 'l' },
+		{ "senders", required_argument, NULL, 'l' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "strict", no_argument, NULL, 'S' },
+		{ "exist-ok", no_argument, NULL, 'e' },
+		HELP_OPT, { 0 }
+	};
+	struct lzchan_opts o;
+	const char *name;
+	bool exist_ok = false, strict = false, node_set = false;
+	uint64_t v;
+	int c, ret;
+
+	lzchan_opts_init(&o);
+	reset_opts();
+	while ((c = next_opt(argc, argv, "s:b:l:m:n:Seh", lo)) != -1) {
+		switch (c) {
+		case 's':
+			if (!parse_u32_opt("--slots", optarg, LZCHAN_SLOT_COUNT_MIN,
+					   LZCHAN_SLOT_COUNT_MAX, &o.slot_count))
+				return EXIT_USAGE;
+			if (!is_pow2(o.slot_count)) {
+				usage_error("--slots %u is not a power of two", o.slot_count);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			if (!parse_u32_opt("--slot-size", optarg, LZCHAN_SLOT_SIZE_MIN,
+					   LZCHAN_SLOT_SIZE_MAX, &o.slot_size))
+				return EXIT_USAGE;
+			if (!is_pow2(o.slot_size)) {
+				usage_error("--slot-size %u is not a power of two", o.slot_size);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'l':
+			if (!parse_u32_opt("--lanes", optarg, 1, LZCHAN_SENDERS_MAX,
+					   &o.max_senders))
+				return EXIT_USAGE;
+			break;
+		case 'm':
+			if (!parse_u64(optarg, 8, 0777, &v)) {
+				usage_error("--mode '%s' is not octal permission bits (0..0777)",
+					    optarg);
+				return EXIT_USAGE;
+			}
+			o.mode = v;
+			break;
+		case 'n':
+			if (!strcmp(optarg, "local")) {
+				o.numa_node = LZCHAN_NODE_LOCAL;
+			} else if (parse_u64(optarg, 10, INT32_MAX, &v)) {
+				o.numa_node = v;
+			} else {
+				usage_error("--node '%s' is not a node number or 'local'", optarg);
+				return EXIT_USAGE;
+			}
+			node_set = true;
+			break;
+		case 'S':
+			strict = true;
+			break;
+		case 'e':
+			exist_ok = true;
+			break;
+		case 'h':
+			return help_for("create", stdout);
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	if (strict && (!node_set || o.numa_node < 0)) {
+		usage_error("--strict needs --node N");
+		return EXIT_USAGE;
+	}
+	o.node_strict = strict;
+	ret = lzchan_create(name, &o, exist_ok ? 0 : LZCHAN_EXCL);
+	if (ret < 0) {
+		if (ret == -EINVAL && node_set)
+			fail(name, -ret, "node %d does not exist or has no memory "
+			     "(see /sys/devices/system/node)", o.numa_node);
+		else
+			explain(name, name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int cmd_remove(int argc, char **argv)
+{
+	static const struct option lo[] = { HELP_OPT, { 0 } };
+	const char *name;
+	int c, ret;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "h", lo)) != -1) {
+		if (c == 'h')
+			return help_for("remove", stdout);
+		return EXIT_USAGE;
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	ret = lzchan_unlink(name);
+	if (ret < 0) {
+		explain(name, name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+/* ---- send ---- */
+
+/* Exactly @len bytes from @f; returns the bytes read (< len only at EOF). */
+static size_t read_full(FILE *f, void *buf, size_t len)
+{
+	return fread(buf, 1, len, f);
+}
+
+static int send_one(struct lzchan *ch, const char *name, const void *buf, size_t len,
+		    int64_t timeout_ns)
+{
+	int ret = lzchan_send_wait(ch, buf, len, timeout_ns);
+
+	if (ret == -ETIMEDOUT) {
+		fail(name, ETIMEDOUT, "no room for the message within --timeout: is a "
+		     "receiver draining '%s'?", name);
+		return EXIT_TIMEOUT;
+	}
+	if (ret < 0) {
+		explain(name, name, -ret, 'w');
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int cmd_send(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "records", no_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 't' },
+		HELP_OPT, { 0 }
+	};
+	struct lzchan_geom g;
+	struct lzchan *ch;
+	const char *name;
+	bool records = false;
+	int64_t timeout_ns = -1;
+	uint64_t count = 0;
+	char *buf = NULL;
+	size_t cap = 0;
+	int c, ret, rc = 0;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "rt:h", lo)) != -1) {
+		if (c == 'r')
+			records = true;
+		else if (c == 't') {
+			if (!parse_ms(optarg, &timeout_ns))
+				return EXIT_USAGE;
+		} else if (c == 'h')
+			return help_for("send", stdout);
+		else
+			return EXIT_USAGE;
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	ret = lzchan_open(&ch, name, LZCHAN_SENDER, NULL);
+	if (ret < 0) {
+		explain(name, name, -ret, 'w');
+		return EXIT_FAILED;
+	}
+	lzchan_geometry(ch, &g);
+
+	for (;;) {
+		size_t len;
+
+		count++;
+		if (records) {
+			unsigned char p[RECORD_PREFIX];
+			size_t got = read_full(stdin, p, sizeof(p));
+
+			if (got == 0 && feof(stdin))
+				break;
+			if (got != sizeof(p)) {
+				if (ferror(stdin))
+					goto read_error;
+				fail(name, EBADMSG, "record %llu: stdin ended inside its %d-byte "
+				     "length prefix (%zu bytes)", (unsigned long long)count,
+				     RECORD_PREFIX, got);
+				rc = EXIT_FAILED;
+				break;
+			}
+			len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 |
+			      (size_t)p[3] << 24;
+			if (len > g.max_msg) {
+				fail(name, EMSGSIZE, "record %llu is %zu bytes, more than the "
+				     "channel's largest message of %u bytes ((slots - 1) x "
+				     "slot size - 8): recreate it with a larger --slot-size or "
+				     "--slots", (unsigned long long)count, len, g.max_msg);
+				rc = EXIT_FAILED;
+				break;
+			}
+			if (len > cap) {
+				char *nb = realloc(buf, len);
+
+				if (!nb) {
+					fail(name, ENOMEM, NULL);
+					rc = EXIT_FAILED;
+					break;
+				}
+				buf = nb;
+				cap = len;
+			}
+			got = read_full(stdin, buf, len);
+			if (got != len) {
+				if (ferror(stdin))
+					goto read_error;
+				fail(name, EBADMSG, "record %llu: stdin ended after %zu of its "
+				     "%zu bytes", (unsigned long long)count, got, len);
+				rc = EXIT_FAILED;
+				break;
+			}
+		} else {
+			ssize_t r = getline(&buf, &cap, stdin);
+
+			if (r < 0) {
+				if (ferror(stdin))
+					goto read_error;
+				break;
+			}
+			len = r;
+			if (len && buf[len - 1] == '\n')
+				len--;
+			if (len > g.max_msg) {
+				fail(name, EMSGSIZE, "line %llu is %zu bytes, more than the "
+				     "channel's largest message of %u bytes ((slots - 1) x "
+				     "slot size - 8): recreate it with a larger --slot-size or "
+				     "--slots", (unsigned long long)count, len, g.max_msg);
+				rc = EXIT_FAILED;
+				break;
+			}
+		}
+		rc = send_one(ch, name, buf ? buf : "", len, timeout_ns);
+		if (rc)
+			break;
+	}
+	free(buf);
+	lzchan_close(ch);
+	return rc;
+
+read_error:
+	fail("reading stdin", errno ? errno : EIO, NULL);
+	free(buf);
+	lzchan_close(ch);
+	return EXIT_FAILED;
+}
+
+/* ---- recv ---- */
+
+static bool write_msg(const void *data, size_t len, bool records)
+{
+	if (records) {
+		unsigned char p[RECORD_PREFIX] = {
+			len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, (len >> 24) & 0xff,
+		};
+
+		if (fwrite(p, 1, sizeof(p), stdout) != sizeof(p))
+			return false;
+	}
+	if (len && fwrite(data, 1, len, stdout) != len)
+		return false;
+	if (!records && putchar('\n') == EOF)
+		return false;
+	return true;
+}
+
+static int cmd_recv(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "count", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "records", no_argument, NULL, 'r' },
+		{ "eof", no_argument, NULL, 'e' },
+		{ "spin-ns", required_argument, NULL, 'S' },
+		{ "publish-every", required_argument, NULL, 'P' },
+		HELP_OPT, { 0 }
+	};
+	const int64_t slice_ns = 100 * 1000000LL;	/* check for signals */
+	struct lzchan_opts o;
+	struct lzchan_geom g;
+	struct lzchan *ch;
+	const char *name;
+	bool records = false, eof = false;
+	int64_t timeout_ns = -1;
+	uint64_t want = 0, got = 0, v;
+	char *buf;
+	int c, ret, rc = 0;
+
+	lzchan_opts_init(&o);
+	reset_opts();
+	while ((c = next_opt(argc, argv, "c:t:reh", lo)) != -1) {
+		switch (c) {
+		case 'c':
+			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
+				usage_error("--count '%s' is not a positive whole number", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (!parse_ms(optarg, &timeout_ns))
+				return EXIT_USAGE;
+			break;
+		case 'r':
+			records = true;
+			break;
+		case 'e':
+			eof = true;
+			break;
+		case 'S':
+			if (!parse_u32_opt("--spin-ns", optarg, 0, UINT32_MAX, &o.spin_ns))
+				return EXIT_USAGE;
+			break;
+		case 'P':
+			if (!parse_u64(optarg, 10, UINT32_MAX, &v)) {
+				usage_error("--publish-every '%s' is not a whole number", optarg);
+				return EXIT_USAGE;
+			}
+			o.publish_every = v;
+			break;
+		case 'h':
+			return help_for("recv", stdout);
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	ret = lzchan_open(&ch, name, LZCHAN_RECEIVER, &o);
+	if (ret < 0) {
+		explain(name, name, -ret, 'r');
+		return EXIT_FAILED;
+	}
+	lzchan_geometry(ch, &g);
+	buf = malloc(g.max_msg ? g.max_msg : 1);
+	if (!buf) {
+		fail(name, ENOMEM, NULL);
+		lzchan_close(ch);
+		return EXIT_FAILED;
+	}
+	catch_signals();
+
+	while (!want || got < want) {
+		uint64_t start = now_ns();
+		uint32_t lane;
+
+		ret = lzchan_recv(ch, buf, g.max_msg, &lane);
+		if (ret == -EAGAIN) {
+			/* About to wait: what was received is on its way. */
+			if (fflush(stdout))
+				goto write_error;
+			for (;;) {
+				int64_t left = slice_ns;
+
+				if (stop)
+					break;
+				if (timeout_ns >= 0) {
+					int64_t spent = now_ns() - start;
+
+					if (spent >= timeout_ns) {
+						ret = -ETIMEDOUT;
+						break;
+					}
+					if (timeout_ns - spent < left)
+						left = timeout_ns - spent;
+				}
+				ret = lzchan_recv_wait(ch, buf, g.max_msg, &lane, left);
+				if (ret != -ETIMEDOUT)
+					break;
+			}
+			if (stop)
+				break;
+		}
+		if (ret >= 0) {
+			if (!write_msg(buf, ret, records))
+				goto write_error;
+			got++;
+			continue;
+		}
+		if (ret == -EPIPE) {
+			if (eof)
+				break;		/* a sender finished: end of stream */
+			continue;
+		}
+		if (ret == -EBADMSG) {
+			fail(name, EBADMSG, "lane %u held something that is not a message; "
+			     "that lane is abandoned", lane);
+			rc = EXIT_FAILED;
+			continue;
+		}
+		if (ret == -ETIMEDOUT) {
+			fail(name, ETIMEDOUT, "no message within --timeout (%llu received)",
+			     (unsigned long long)got);
+			rc = EXIT_TIMEOUT;
+			break;
+		}
+		/* -EMSGSIZE cannot happen: the buffer holds the largest message. */
+		explain(name, name, -ret, 'r');
+		rc = EXIT_FAILED;
+		break;
+	}
+	if (fflush(stdout))
+		goto write_error;
+	free(buf);
+	lzchan_close(ch);
+	return rc;
+
+write_error:
+	fail("writing stdout", errno ? errno : EIO, NULL);
+	free(buf);
+	lzchan_close(ch);
+	return EXIT_FAILED;
+}
+
+/* ---- watch ---- */
+
+struct sample {
+	struct lzchan_chan_stat *chans;
+	int n;
+	uint64_t at_ns;
+};
+
+static int take_sample(struct sample *s, const char *only, uint32_t *backend)
+{
+	s->at_ns = now_ns();
+	if (only) {
+		int ret;
+
+		s->chans = calloc(1, sizeof(*s->chans));
+		if (!s->chans)
+			return -ENOMEM;
+		ret = lzchan_stat(only, s->chans, backend);
+		if (ret < 0) {
+			free(s->chans);
+			s->chans = NULL;
+			return ret;
+		}
+		s->n = 1;
+		return 0;
+	}
+	s->n = fetch_all(&s->chans, backend);
+	if (s->n < 0)
+		return s->n;
+	qsort(s->chans, s->n, sizeof(*s->chans), cmp_name);
+	return 0;
+}
+
+static const struct lzchan_chan_stat *find_in(const struct sample *s, const char *name)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->chans[i].name, name))
+			return &s->chans[i];
+	return NULL;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - ts.tv_sec) * 1e9);
+	while (!stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int cmd_watch(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "iterations", required_argument, NULL, 'n' },
+		JSON_OPT, HELP_OPT, { 0 }
+	};
+	struct sample prev = { 0 }, cur = { 0 };
+	const char *name;
+	double interval = 1.0;
+	bool json = false, tty = isatty(STDOUT_FILENO);
+	uint64_t iters = 0, it;
+	uint32_t backend = 0;
+	char where[PATH_MAX + 16], *end;
+	int c, ret, i, rc = 0;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "i:n:jh", lo)) != -1) {
+		switch (c) {
+		case 'i':
+			errno = 0;
+			interval = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !isfinite(interval) ||
+			    interval < 0.01 || interval > 86400) {
+				usage_error("--interval '%s' is not a number of seconds in "
+					    "0.01..86400", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			if (!parse_u64(optarg, 10, UINT64_MAX, &iters) || !iters) {
+				usage_error("--iterations '%s' is not a positive whole number",
+					    optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			return help_for("watch", stdout);
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!positional(argc, argv, 0, 1, &name) || (name && !name_ok(name)))
+		return EXIT_USAGE;
+	catch_signals();
+	ret = take_sample(&prev, name, &backend);
+	if (ret < 0) {
+		explain(name ? name : "listing channels", name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	backend_where(backend, where, sizeof(where));
+	if (json)
+		printf("[");
+	for (it = 0; !iters || it < iters; it++) {
+		double dt;
+
+		sleep_s(interval);
+		if (stop)
+			break;
+		ret = take_sample(&cur, name, &backend);
+		if (ret < 0) {
+			explain(name ? name : "listing channels", name, -ret, 0);
+			rc = EXIT_FAILED;
+			break;
+		}
+		dt = (cur.at_ns - prev.at_ns) / 1e9;
+		if (json) {
+			printf("%s\n {\"backend\": \"%s\", \"interval_s\": %.3f, \"channels\": [",
+			       it ? "," : "", backend_str(backend), dt);
+			for (i = 0; i < cur.n; i++) {
+				const struct lzchan_chan_stat *s = &cur.chans[i];
+				const struct lzchan_chan_stat *p = find_in(&prev, s->name);
+
+				printf("%s\n  {\"name\": ", i ? "," : "");
+				json_str(s->name);
+				printf(", \"messages\": %llu, \"wakeups\": %llu, \"senders\": %u"
+				       ", \"receiver\": %s, \"receiver_parked\": %s",
+				       (unsigned long long)s->messages,
+				       (unsigned long long)s->wakeups, s->senders,
+				       s->receiver ? "true" : "false",
+				       s->receiver && (s->rx_parked & 1) ? "true" : "false");
+				if (p && s->messages >= p->messages && s->wakeups >= p->wakeups)
+					printf(", \"messages_per_s\": %.1f, \"wakeups_per_s\": %.1f}",
+					       (s->messages - p->messages) / dt,
+					       (s->wakeups - p->wakeups) / dt);
+				else
+					printf(", \"messages_per_s\": null, \"wakeups_per_s\": null}");
+			}
+			printf("%s]}", cur.n ? "\n " : "");
+		} else {
+			if (tty)
+				printf("\033[H\033[2J");
+			printf("lzchan watch: backend %s, every %.2f s\n", where, interval);
+			printf("%-20s %7s %8s %12s %12s %12s %10s\n", "NAME", "SENDERS", "RECEIVER",
+			       "MESSAGES", "MSGS/S", "WAKEUPS", "WAKEUPS/S");
+			for (i = 0; i < cur.n; i++) {
+				const struct lzchan_chan_stat *s = &cur.chans[i];
+				const struct lzchan_chan_stat *p = find_in(&prev, s->name);
+				char mr[32] = "-", wr[32] = "-";
+
+				if (p && s->messages >= p->messages && s->wakeups >= p->wakeups) {
+					snprintf(mr, sizeof(mr), "%.1f", (s->messages - p->messages) / dt);
+					snprintf(wr, sizeof(wr), "%.1f", (s->wakeups - p->wakeups) / dt);
+				}
+				printf("%-20s %7u %8s %12llu %12s %12llu %10s\n", s->name, s->senders,
+				       rx_state(s), (unsigned long long)s->messages, mr,
+				       (unsigned long long)s->wakeups, wr);
+			}
+		}
+		fflush(stdout);
+		free(prev.chans);
+		prev = cur;
+		cur.chans = NULL;
+	}
+	if (json)
+		printf("\n]\n");
+	free(prev.chans);
+	free(cur.chans);
+	return rc;
+}
+
+/* ---- features ---- */
 
 static int cmd_features(int argc, char **argv)
 {
+	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
 	struct lzchan_features f;
-	int ret;
+	const char *name;
+	bool json = false;
+	int c, ret;
 
-	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "%s: features takes no arguments\n", prog);
-		return EXIT_USAGE;
+	reset_opts();
+	while ((c = next_opt(argc, argv, "jh", lo)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h')
+			return help_for("features", stdout);
+		else
+			return EXIT_USAGE;
 	}
+	if (!positional(argc, argv, 0, 0, &name))
+		return EXIT_USAGE;
 	ret = lzchan_dev_features(&f);
 	if (ret < 0) {
-		report(LZCHAN_DEVICE_PATH, -ret);
+		if (ret == -ENOENT)
+			fail(LZCHAN_DEVICE_PATH, ENOENT, "the lzchan module is not loaded "
+			     "(load it with 'modprobe lzchan')");
+		else
+			explain(LZCHAN_DEVICE_PATH, NULL, -ret, 0);
 		return EXIT_FAILED;
+	}
+	if (json) {
+		printf("{\"abi_version\": %u, \"page_size\": %u, \"features\": %llu, "
+		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s}\n",
+		       f.abi_version, f.page_size, (unsigned long long)f.features,
+		       (f.features & LZCHAN_FEAT_NUMA) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_EVENTFD) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_PEERCRED) ? "true" : "false");
+		return 0;
 	}
 	printf("abi_version %u\npage_size %u\nfeatures 0x%llx\n",
 	       f.abi_version, f.page_size, (unsigned long long)f.features);
 	return 0;
 }
 
+/* ---- help ---- */
+
+static int cmd_help(int argc, char **argv);
+
+#define EXIT_HELP \
+	"exit status: 0 success, 1 failed, 2 usage error, 3 timed out.\n"
+
+static const struct cmd cmds[] = {
+	{ "list", "ls", cmd_list, "list [--json]",
+	  "List the channels visible to the caller, and the backend listed: name,\n"
+	  "owner uid/gid, mode, NUMA node (! = strict), slots x slot size, senders\n"
+	  "attached/lanes, receiver (none, attached, parked), messages and wakeups.\n"
+	  "  --json   one JSON object: backend, where, channels[]\n" },
+	{ "show", NULL, cmd_show, "show NAME [--json]",
+	  "Show one channel in detail: every counter, the geometry, the largest\n"
+	  "message, and (shm backend) each lane's state, generation, positions\n"
+	  "and counters.\n"
+	  "  --json   one JSON object: backend, channel, lanes[] (null on dev)\n" },
+	{ "create", NULL, cmd_create,
+	  "create NAME [--slots N] [--slot-size B] [--lanes N] [--mode OCTAL]\n"
+	  "              [--node N|local [--strict]] [--exist-ok]",
+	  "Create a channel without attaching to it.\n"
+	  "  --slots N       slots per lane, a power of two in 2..16777216 (1024)\n"
+	  "  --slot-size B   bytes per slot, a power of two in 64..65536 (64)\n"
+	  "  --lanes N       most senders at once, 1..4096 (16); alias --senders\n"
+	  "  --mode OCTAL    permission bits: r to receive, w to send (0600)\n"
+	  "  --node N        NUMA node of the memory, or 'local' (the default)\n"
+	  "  --strict        only that node's memory, else fail with ENOMEM\n"
+	  "  --exist-ok      an existing channel of that name is not an error\n"
+	  "The largest message is (slots - 1) x slot size - 8 bytes.\n" },
+	{ "remove", "rm", cmd_remove, "remove NAME",
+	  "Remove a channel's name; processes attached keep using it until they\n"
+	  "close.  Allowed to its owner or creator (dev: or CAP_IPC_OWNER).\n" },
+	{ "send", NULL, cmd_send, "send NAME [--records] [--timeout MS]",
+	  "Send stdin to the channel: each line (without its newline) becomes one\n"
+	  "message; with --records, each record: a 4-byte little-endian length,\n"
+	  "then that many bytes (any data).  Waits for room rather than dropping\n"
+	  "anything; ends with status 0 at the end of stdin.  A line or record\n"
+	  "longer than the channel's largest message fails with EMSGSIZE naming the\n"
+	  "limit (what came before it was sent).\n"
+	  "  --records     length-prefixed records instead of lines\n"
+	  "  --timeout MS  wait at most MS ms for room per message, else exit 3\n" },
+	{ "recv", NULL, cmd_recv,
+	  "recv NAME [--count N] [--timeout MS] [--records] [--eof]\n"
+	  "              [--spin-ns NS] [--publish-every N]",
+	  "Receive messages to stdout as the channel's receiver: each message then\n"
+	  "a newline, or with --records the 4-byte little-endian length then the\n"
+	  "bytes.  Runs until --count, --eof, --timeout, or SIGINT/SIGTERM (exit 0).\n"
+	  "  --count N          stop after N messages (no more are taken)\n"
+	  "  --timeout MS       give up after MS ms without a message: exit 3\n"
+	  "  --records          length-prefixed records instead of lines\n"
+	  "  --eof              stop when a sender has closed and all it sent is out\n"
+	  "  --spin-ns NS       spin this long before parking (50000)\n"
+	  "  --publish-every N  publish the read position every N slots\n" },
+	{ "watch", NULL, cmd_watch,
+	  "watch [NAME] [--interval S] [--iterations N] [--json]",
+	  "A refreshing view of message and wakeup rates per channel, like top\n"
+	  "(the screen is cleared only when stdout is a terminal).\n"
+	  "  --interval S     seconds between samples, 0.01..86400 (1)\n"
+	  "  --iterations N   stop after N refreshes (default: until SIGINT)\n"
+	  "  --json           a JSON array, one object per refresh\n" },
+	{ "features", NULL, cmd_features, "features [--json]",
+	  "Show the ABI version, page size and feature bits of the loaded module.\n" },
+	{ "help", NULL, cmd_help, "help [COMMAND]", "Show help for a command.\n" },
+};
+
+#define NCMDS	(sizeof(cmds) / sizeof(cmds[0]))
+
+static const struct cmd *find_cmd(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCMDS; i++)
+		if (!strcmp(cmds[i].name, name) || (cmds[i].alias && !strcmp(cmds[i].alias, name)))
+			return &cmds[i];
+	return NULL;
+}
+
+static void usage(FILE *to)
+{
+	size_t i;
+
+	fprintf(to, "usage: %s [--version] [--help] COMMAND [ARGS]\n\ncommands:\n", prog);
+	for (i = 0; i < NCMDS; i++)
+		fprintf(to, "  %s %s%s%s%s\n", prog, cmds[i].synopsis,
+			cmds[i].alias ? "    (alias: " : "", cmds[i].alias ? cmds[i].alias : "",
+			cmds[i].alias ? ")" : "");
+	fprintf(to, "\n'%s help COMMAND' or '%s COMMAND --help' describes one.\n"
+		"environment: LZCHAN_BACKEND=dev|shm|auto, LZCHAN_SHM_DIR (default /dev/shm)\n"
+		EXIT_HELP, prog, prog);
+}
+
+static int help_for(const char *name, FILE *to)
+{
+	const struct cmd *c = find_cmd(name);
+
+	if (!c) {
+		usage_error("unknown command '%s'", name);
+		return EXIT_USAGE;
+	}
+	fprintf(to, "usage: %s %s\n\n%s", prog, c->synopsis, c->help);
+	if (c->alias)
+		fprintf(to, "alias: %s\n", c->alias);
+	fprintf(to, EXIT_HELP);
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc > 2) {
+		usage_error("help takes one COMMAND");
+		return EXIT_USAGE;
+	}
+	if (argc == 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
+		cmdname = "";
+		return help_for(argv[1], stdout);
+	}
+	usage(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	const struct cmd *c;
+	const char *b = getenv("LZCHAN_BACKEND");
+
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -73,10 +1436,16 @@ int main(int argc, char **argv)
 		       lzchan_version_minor());
 		return 0;
 	}
-	if (!strcmp(argv[1], "features"))
-		return cmd_features(argc - 1, argv + 1);
-
-	fprintf(stderr, "%s: unknown command '%s' (try '%s --help')\n", prog,
-		argv[1], prog);
-	return EXIT_USAGE;
+	c = find_cmd(argv[1]);
+	if (!c) {
+		fprintf(stderr, "%s: unknown command '%s' (try '%s --help')\n", prog,
+			argv[1], prog);
+		return EXIT_USAGE;
+	}
+	cmdname = c->name;
+	if (b && *b && strcmp(b, "dev") && strcmp(b, "shm") && strcmp(b, "auto")) {
+		fprintf(stderr, "%s: LZCHAN_BACKEND='%s' is not dev, shm or auto\n", prog, b);
+		return EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
 }

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * liblzchan's management calls (LZCHAN_0.2): lzchan_create, lzchan_list,
+ * lzchan_stat, lzchan_stat_lanes.  Runs on the host (shm backend, in a
+ * private LZCHAN_SHM_DIR) and in the VM rig (dev backend).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lzchan.h>
+
+#include "kselftest_harness.h"
+
+static const char *name(const char *prefix)
+{
+	static char buf[8][LZCHAN_NAME_SIZE];
+	static unsigned int n;
+	char *b = buf[n % 8];
+
+	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
+	return b;
+}
+
+static int expect_dev(void)
+{
+	const char *e = getenv("LZCHAN_EXPECT_DEV");
+
+	return e && *e == '1';
+}
+
+/*
+ * Each test (a child of the harness) lists a directory of its own, under
+ * one that the harness's process makes first and removes at its exit.
+ */
+static char base_dir[64], shm_dir[96];
+static pid_t base_pid;
+
+static void __attribute__((constructor)) make_base_dir(void)
+{
+	snprintf(base_dir, sizeof(base_dir), "/tmp/lzchan_stat.XXXXXX");
+	if (!mkdtemp(base_dir))
+		abort();
+	base_pid = getpid();
+}
+
+static void __attribute__((destructor)) drop_base_dir(void)
+{
+	char cmd[128];
+
+	if (getpid() != base_pid)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base_dir);
+	if (system(cmd) != 0)
+		return;
+}
+
+static void private_shm_dir(void)
+{
+	snprintf(shm_dir, sizeof(shm_dir), "%s/t.XXXXXX", base_dir);
+	if (!mkdtemp(shm_dir))
+		abort();
+	setenv("LZCHAN_SHM_DIR", shm_dir, 1);
+}
+
+static void put_file(const char *fname, const void *data, size_t len, off_t size)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", shm_dir, fname);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len ||
+	    (size >= 0 && ftruncate(fd, size)))
+		abort();
+	close(fd);
+}
+
+static struct lzchan_opts opts(uint32_t size, uint32_t count, uint32_t senders)
+{
+	struct lzchan_opts o;
+
+	lzchan_opts_init(&o);
+	o.slot_size = size;
+	o.slot_count = count;
+	o.max_senders = senders;
+	return o;
+}
+
+/* Find @n in a list of @cnt entries. */
+static const struct lzchan_chan_stat *in_list(const struct lzchan_chan_stat *st,
+					      int cnt, const char *n)
+{
+	int i;
+
+	for (i = 0; i < cnt; i++)
+		if (!strcmp(st[i].name, n))
+			return &st[i];
+	return NULL;
+}
+
+TEST(version)
+{
+	EXPECT_EQ(0, lzchan_version_major());
+	EXPECT_EQ(2, lzchan_version_minor());
+}
+
+TEST(create)
+{
+	struct lzchan_opts o = opts(128, 16, 3);
+	const char *n = name("cr"), *d = name("cr");
+	struct lzchan_chan_stat st;
+	char longname[LZCHAN_NAME_SIZE + 1];
+
+	private_shm_dir();
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	EXPECT_EQ(-EEXIST, lzchan_create(n, &o, LZCHAN_EXCL));
+	/* Without EXCL: no error, and the first geometry stands. */
+	o.slot_size = 256;
+	EXPECT_EQ(0, lzchan_create(n, &o, 0));
+	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+	EXPECT_EQ(128, st.slot_size);
+	EXPECT_EQ(-EINVAL, lzchan_create(n, &o, LZCHAN_CREATE));
+	o = opts(96, 16, 1);
+	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	o = opts(64, 3, 1);
+	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	o = opts(64, 4, 0);
+	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	o = opts(64, 4, 1);
+	o.mode = 01000;
+	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create("a b", NULL, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create("", NULL, 0));
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	EXPECT_EQ(-ENAMETOOLONG, lzchan_create(longname, NULL, 0));
+	/* NULL opts: the defaults. */
+	ASSERT_EQ(1, lzchan_create(d, NULL, 0));
+	ASSERT_EQ(0, lzchan_stat(d, &st, NULL));
+	EXPECT_EQ(64, st.slot_size);
+	EXPECT_EQ(1024, st.slot_count);
+	EXPECT_EQ(16, st.max_senders);
+	EXPECT_EQ(0600, st.mode);
+	EXPECT_EQ(0, lzchan_unlink(d));
+	EXPECT_EQ(0, lzchan_unlink(n));
+}
+
+TEST(stat_counts)
+{
+	struct lzchan_opts o = opts(64, 32, 4);
+	struct lzchan *rx, *tx1, *tx2;
+	struct lzchan_chan_stat st;
+	const char *n = name("st");
+	uint32_t be = 0;
+	char buf[64];
+
+	private_shm_dir();
+	o.mode = 0640;
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, lzchan_stat(n, &st, &be));
+	EXPECT_EQ(expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
+	EXPECT_STREQ(n, st.name);
+	EXPECT_EQ(getuid(), st.uid);
+	EXPECT_EQ(getgid(), st.gid);
+	EXPECT_EQ(0640, st.mode);
+	EXPECT_EQ(64, st.slot_size);
+	EXPECT_EQ(32, st.slot_count);
+	EXPECT_EQ(4, st.max_senders);
+	EXPECT_EQ(0, st.senders);
+	EXPECT_EQ(0, st.receiver);
+	EXPECT_EQ(0, st.messages);
+	EXPECT_NE(0, st.bytes);
+
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tx1, n, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tx2, n, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx1, "one", 3));
+	ASSERT_EQ(0, lzchan_send(tx1, "two", 3));
+	ASSERT_EQ(0, lzchan_send(tx2, "three", 5));
+	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+	EXPECT_EQ(2, st.senders);
+	EXPECT_EQ(1, st.receiver);
+	EXPECT_EQ(3, st.messages);
+	EXPECT_EQ(2, st.sender_attaches);
+	EXPECT_EQ(0, st.rx_parked & 1);
+
+	lzchan_close(tx1);
+	lzchan_close(tx2);
+	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+	EXPECT_EQ(0, st.senders);
+	EXPECT_EQ(1, st.receiver);
+	EXPECT_EQ(3, st.messages);	/* counters outlive the senders */
+	EXPECT_EQ(3, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	lzchan_close(rx);
+	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+	EXPECT_EQ(0, st.receiver);
+
+	EXPECT_EQ(0, lzchan_unlink(n));
+	EXPECT_EQ(-ENOENT, lzchan_stat(n, &st, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_stat("bad/name", &st, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_stat(n, NULL, NULL));
+}
+
+TEST(list)
+{
+	struct lzchan_chan_stat st[64], one;
+	const char *names[3];
+	uint32_t be = 0;
+	int i, total;
+
+	private_shm_dir();
+	for (i = 0; i < 3; i++) {
+		struct lzchan_opts o = opts(64, 4 << i, 1);
+
+		names[i] = name("ls");
+		ASSERT_EQ(1, lzchan_create(names[i], &o, LZCHAN_EXCL));
+	}
+	total = lzchan_list(NULL, 0, &be);
+	ASSERT_LE(3, total);
+	if (!expect_dev())
+		EXPECT_EQ(3, total);	/* our directory holds exactly these */
+	EXPECT_EQ(expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
+	ASSERT_GE(64, total);
+	ASSERT_EQ(total, lzchan_list(st, 64, NULL));
+	for (i = 0; i < 3; i++) {
+		const struct lzchan_chan_stat *s = in_list(st, total, names[i]);
+
+		ASSERT_NE(NULL, s) TH_LOG("%s not listed", names[i]);
+		EXPECT_EQ(4U << i, s->slot_count);
+		EXPECT_EQ(1, s->max_senders);
+	}
+	/* Less room than channels: fills what fits, says how many there are. */
+	memset(&one, 0xa5, sizeof(one));
+	EXPECT_EQ(total, lzchan_list(&one, 1, NULL));
+	EXPECT_NE(0, one.slot_size);
+	EXPECT_EQ(-EINVAL, lzchan_list(NULL, 1, NULL));
+
+	EXPECT_EQ(0, lzchan_unlink(names[1]));
+	ASSERT_EQ(total - 1, lzchan_list(st, 64, NULL));
+	EXPECT_EQ(NULL, in_list(st, total - 1, names[1]));
+	EXPECT_EQ(0, lzchan_unlink(names[0]));
+	EXPECT_EQ(0, lzchan_unlink(names[2]));
+}
+
+TEST(lanes)
+{
+	struct lzchan_opts o = opts(64, 16, 3);
+	struct lzchan_lane_stat ls[3];
+	struct lzchan *rx, *tx;
+	const char *n = name("ln");
+	char buf[64];
+
+	private_shm_dir();
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	if (expect_dev()) {
+		EXPECT_EQ(-EOPNOTSUPP, lzchan_stat_lanes(n, ls, 3));
+		lzchan_unlink(n);
+		return;
+	}
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tx, n, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "hello", 5));
+	ASSERT_EQ(0, lzchan_send(tx, "world!", 6));
+	EXPECT_EQ(3, lzchan_stat_lanes(n, NULL, 0));
+	ASSERT_EQ(3, lzchan_stat_lanes(n, ls, 3));
+	EXPECT_EQ(LZCHAN_LANE_ATTACHED, ls[0].state);
+	EXPECT_EQ(1, ls[0].gen);
+	EXPECT_EQ(1, ls[0].alive);
+	EXPECT_EQ(2, ls[0].msgs);
+	EXPECT_EQ(11, ls[0].bytes);
+	EXPECT_EQ(2, ls[0].tail);
+	EXPECT_EQ(LZCHAN_LANE_FREE, ls[1].state);
+	EXPECT_EQ(0, ls[1].alive);
+	lzchan_close(tx);
+	ASSERT_EQ(3, lzchan_stat_lanes(n, ls, 1));
+	EXPECT_EQ(LZCHAN_LANE_CLOSED, ls[0].state);
+	EXPECT_EQ(0, ls[0].alive);
+	EXPECT_EQ(5, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ(6, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	lzchan_close(rx);		/* publishes the head */
+	ASSERT_EQ(3, lzchan_stat_lanes(n, ls, 1));
+	EXPECT_EQ(ls[0].tail, ls[0].head);
+	EXPECT_EQ(-EINVAL, lzchan_stat_lanes(n, NULL, 1));
+	EXPECT_EQ(0, lzchan_unlink(n));
+	EXPECT_EQ(-ENOENT, lzchan_stat_lanes(n, ls, 3));
+}
+
+/* A parked receiver shows as parked; a send wakes it and is counted. */
+TEST(parked_and_wakeups)
+{
+	struct lzchan_opts o = opts(64, 16, 1);
+	struct lzchan_chan_stat st;
+	struct lzchan *tx;
+	const char *n = name("pk");
+	int status, i;
+	pid_t pid;
+
+	private_shm_dir();
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan_opts ro = o;
+		struct lzchan *rx;
+		char buf[64];
+
+		ro.spin_ns = 0;
+		if (lzchan_open(&rx, n, LZCHAN_RECEIVER, &ro))
+			_exit(2);
+		_exit(lzchan_recv_wait(rx, buf, sizeof(buf), NULL, 30000000000LL) == 4 ? 0 : 1);
+	}
+	for (i = 0; i < 2000; i++) {
+		ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+		if (st.receiver && (st.rx_parked & 1))
+			break;
+		usleep(10000);
+	}
+	EXPECT_TRUE(st.receiver && (st.rx_parked & 1)) TH_LOG("receiver never parked");
+	EXPECT_EQ(0, st.wakeups);
+	ASSERT_EQ(0, lzchan_open(&tx, n, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(0, lzchan_send(tx, "ping", 4));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+	EXPECT_LE(1, st.wakeups);
+	EXPECT_LE(1, st.wake_requests);
+	EXPECT_EQ(0, st.receiver);
+	lzchan_close(tx);
+	EXPECT_EQ(0, lzchan_unlink(n));
+}
+
+/* shm: the files are anyone's; nothing in them may crash or mislead. */
+TEST(hostile_files)
+{
+	struct lzchan_chan_stat st[16], s;
+	struct lzchan_lane_stat ls[4];
+	struct lzchan_opts o = opts(64, 16, 4);
+	const char *n = name("ok");
+	char path[PATH_MAX], junk[8192], *copy;
+	struct stat sb;
+	int total, fd;
+
+	if (expect_dev())
+		SKIP(return, "shm backend only");
+	private_shm_dir();
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	memset(junk, 0x5a, sizeof(junk));
+	put_file("lzchan.garbage", junk, sizeof(junk), -1);
+	put_file("lzchan.empty", junk, 0, -1);
+	put_file("lzchan.huge", junk, 16, 1LL << 40);	/* sparse */
+	put_file("notlzchan.x", junk, 16, -1);
+	put_file("lzchan.bad name", junk, 16, -1);
+	snprintf(path, sizeof(path), "%s/lzchan.dir", shm_dir);
+	ASSERT_EQ(0, mkdir(path, 0700));
+	snprintf(path, sizeof(path), "%s/lzchan.link", shm_dir);
+	ASSERT_EQ(0, symlink("/etc/passwd", path));
+	/* A valid channel cut short: its header promises more than is there. */
+	snprintf(path, sizeof(path), "%s/lzchan.%s", shm_dir, n);
+	ASSERT_EQ(0, stat(path, &sb));
+	copy = malloc(sb.st_size);
+	ASSERT_NE(NULL, copy);
+	fd = open(path, O_RDONLY);
+	ASSERT_EQ(sb.st_size, read(fd, copy, sb.st_size));
+	close(fd);
+	put_file("lzchan.cut", copy, sb.st_size - 4096, -1);	/* a lane short */
+	put_file("lzchan.cut2", copy, sb.st_size - 64, -1);	/* some slots short */
+	free(copy);
+
+	total = lzchan_list(st, 16, NULL);
+	/* the channel, garbage, empty, huge, cut, cut2 -- not dir, link, bad names */
+	ASSERT_EQ(6, total);
+	EXPECT_NE(NULL, in_list(st, total, n));
+	EXPECT_EQ(NULL, in_list(st, total, "dir"));
+	EXPECT_EQ(NULL, in_list(st, total, "link"));
+	EXPECT_EQ(64, in_list(st, total, n)->slot_size);
+	EXPECT_EQ(0, in_list(st, total, "garbage")->slot_size);
+	EXPECT_EQ(0644, in_list(st, total, "garbage")->mode);
+	EXPECT_EQ(sizeof(junk), in_list(st, total, "garbage")->bytes);
+	EXPECT_EQ(0, in_list(st, total, "empty")->slot_size);
+	EXPECT_EQ(0, in_list(st, total, "huge")->slot_size);
+	EXPECT_EQ(0, in_list(st, total, "cut")->slot_size);
+	EXPECT_EQ(0, in_list(st, total, "cut2")->slot_size);
+
+	EXPECT_EQ(0, lzchan_stat("garbage", &s, NULL));
+	EXPECT_EQ(0, s.slot_size);
+	EXPECT_EQ(-EPROTO, lzchan_stat_lanes("garbage", ls, 4));
+	EXPECT_EQ(-EPROTO, lzchan_stat_lanes("cut", ls, 4));
+	EXPECT_EQ(-EPROTO, lzchan_stat_lanes("cut2", ls, 4));
+	EXPECT_EQ(-EPROTO, lzchan_stat_lanes("empty", ls, 4));
+	EXPECT_EQ(-ENOENT, lzchan_stat("dir", &s, NULL));
+	EXPECT_EQ(-ENOENT, lzchan_stat("link", &s, NULL));
+	EXPECT_EQ(4, lzchan_stat_lanes(n, ls, 4));
+}
+
+TEST_HARNESS_MAIN
