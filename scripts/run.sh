@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # make run: two unrelated processes -- started separately, neither the
-# other's parent, sharing nothing but a channel name -- exchange messages.
+# other's parent, sharing nothing but a channel name -- exchange messages;
+# then the benchmark headline (lzchan-bench headline).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 demo=$top/tools/lzchan-demo
@@ -18,4 +19,12 @@ status=0
 "$demo" client "$name" || status=$?
 wait "$server" || status=$?
 cat "$log"
-exit $status
+[ $status = 0 ] || exit $status
+
+# The headline: the physical limit, libchan against the Intel article's
+# rings, ping-pong against the limit, a pipe and a socket for contrast --
+# every ratio measured in this run (under a minute).  LZCHAN_HEADLINE_ARGS
+# passes options (the test suite uses --quick).
+echo
+# shellcheck disable=SC2086
+"$top/tools/lzchan-bench" headline ${LZCHAN_HEADLINE_ARGS:-}
