@@ -189,11 +189,13 @@ int main(int argc, char **argv)
 		fail("receive", k);
 	}
 
+	/* Closing first ends the senders still running (after a failure):
+	 * their next send fails with -EPIPE. */
+	lzchan_close(rx);
+	lzchan_unlink(argv[1]);
 	while (wait(&r) > 0)
 		if (!WIFEXITED(r) || WEXITSTATUS(r))
 			failed = 1;
-	lzchan_close(rx);
-	lzchan_unlink(argv[1]);
 	for (i = 0; i < senders; i++)
 		if (next[i] != msgs) {
 			fprintf(stderr, "lzchan_fanin: sender %u: %llu of %llu messages\n",

@@ -26,6 +26,8 @@ PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       linux-headers-cloud-amd64 linux-source-6.1
       qemu-system-x86 busybox-static debootstrap
       libnuma-dev libpapi-dev)
+# The documentation checks: man -l, groff -ww, sphinx-build -W.
+PKGS+=(man-db groff-base python3-sphinx)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
