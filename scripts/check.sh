@@ -41,6 +41,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/make_run sh ./lzchan_run.sh "$top"
 	suite host/lzchan_install sh ./lzchan_install.sh "$top"
 	suite host/lzchan_dkms bash ./lzchan_dkms.sh "$top" "$CACHE"
+	suite host/lzchan_docs sh ./lzchan_docs.sh "$top"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
 	done

@@ -27,6 +27,8 @@ PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       qemu-system-x86 busybox-static debootstrap
       libnuma-dev libpapi-dev)
 PKGS+=(dkms)	# the DKMS test, for the host's 6.1 headers
+# The documentation checks: man -l, groff -ww, sphinx-build -W.
+PKGS+=(man-db groff-base python3-sphinx)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
