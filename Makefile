@@ -12,7 +12,7 @@
 #   make install    DESTDIR=, PREFIX= (default /usr/local); make uninstall
 #   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS
 
-VERSION		:= 0.1.0
+VERSION		:= 0.2.0
 SONAME		:= liblzchan.so.0
 CACHE		?= $(CURDIR)/.cache
 KDIR		?= $(shell $(CURDIR)/scripts/kdir.sh)

@@ -150,15 +150,17 @@ sed 's/^/# /' "$tmp/cc.log"
 check "a program builds against the installed headers and library (-Wall -Wextra -Werror)" [ $rc = 0 ]
 check "it loads the installed liblzchan.so.0" \
 	sh -c "LD_LIBRARY_PATH='$d/usr/lib' ldd '$tmp/hello' 2>&1 | grep -q '=> $d/usr/lib/liblzchan.so.0 '"
+# The version the library reports: the Makefile's major.minor.
+ver=$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*\([0-9]*\.[0-9]*\).*/\1/p' "$top/Makefile")
 check "it runs: a message from a forked sender arrives (shm backend)" \
-	sh -c "[ \"\$(LD_LIBRARY_PATH='$d/usr/lib' '$tmp/hello' inst.$$ 2>&1)\" = 'hello v0.1 2' ]"
+	sh -c "[ \"\$(LD_LIBRARY_PATH='$d/usr/lib' '$tmp/hello' inst.$$ 2>&1)\" = 'hello v$ver 2' ]"
 cc -Wall -Werror $(pkg-config --cflags lzchan) -o "$tmp/hello-static" "$tmp/hello.c" \
 	"$d/usr/lib/liblzchan.a" >"$tmp/cc.log" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/cc.log"
 check "linked with the installed liblzchan.a, it runs without the shared library" \
 	sh -c "[ $rc = 0 ] && ! ldd '$tmp/hello-static' | grep -q liblzchan &&
-	       [ \"\$(LD_LIBRARY_PATH=/nonexistent '$tmp/hello-static' inst2.$$)\" = 'hello v0.1 2' ]"
+	       [ \"\$(LD_LIBRARY_PATH=/nonexistent '$tmp/hello-static' inst2.$$)\" = 'hello v$ver 2' ]"
 check "the installed lzchan command runs" \
 	sh -c "'$d/usr/bin/lzchan' --version | grep -q '^lzchan [0-9]'"
 
