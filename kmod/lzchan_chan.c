@@ -299,7 +299,7 @@ static int lzchan_create_check(const struct lzchan_create *c)
 		return ret;
 	if (c->slot_size < LZCHAN_SLOT_SIZE_MIN ||
 	    c->slot_size > LZCHAN_SLOT_SIZE_MAX ||
-	    c->slot_size % LZCHAN_CACHELINE)
+	    !is_power_of_2(c->slot_size))
 		return -EINVAL;
 	if (c->slot_count < LZCHAN_SLOT_COUNT_MIN ||
 	    c->slot_count > LZCHAN_SLOT_COUNT_MAX ||

@@ -52,7 +52,7 @@ struct lzchan;
 
 /* Channel options, for creation (and the receiver's tunables). */
 struct lzchan_opts {
-	uint32_t slot_size;	/* bytes per slot, multiple of 64 (default 64) */
+	uint32_t slot_size;	/* bytes per slot, power of two >= 64 (default 64) */
 	uint32_t slot_count;	/* slots per lane, power of two (default 1024) */
 	uint32_t max_senders;	/* lanes (default 16) */
 	int32_t numa_node;	/* node, or LZCHAN_NODE_LOCAL (default) */

@@ -257,6 +257,10 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
+	/* Slots are addressed by shifting: a geometry this library cannot
+	 * use (an older module took any multiple of 64) is refused here. */
+	if (__lzchan_geom_check(in.stat.slot_size, in.stat.slot_count, in.stat.max_senders))
+		return -EPROTO;
 	ch->lane = op.lane;
 	ch->layout = in.layout;
 	ch->numa_node = in.stat.numa_node;

@@ -224,6 +224,7 @@ TEST(create_bad_geometry)
 		{ 0, 64, 1, 0600, -1 },		/* slot size 0 */
 		{ 32, 64, 1, 0600, -1 },	/* below a cache line */
 		{ 96, 64, 1, 0600, -1 },	/* not a multiple of 64 */
+		{ 192, 64, 1, 0600, -1 },	/* a multiple of 64, not a power of two */
 		{ 131072, 64, 1, 0600, -1 },	/* over 64 KiB */
 		{ 64, 0, 1, 0600, -1 },
 		{ 64, 1, 1, 0600, -1 },		/* below 2 */

@@ -85,7 +85,7 @@ struct lzchan_create {
 	__u32 size;
 	__u32 flags;			/* LZCHAN_CREATE_* */
 	char name[LZCHAN_NAME_SIZE];
-	__u32 slot_size;		/* multiple of 64, 64..65536 */
+	__u32 slot_size;		/* power of two, 64..65536 */
 	__u32 slot_count;		/* power of two, 2..2^24 */
 	__u32 max_senders;		/* lanes, 1..LZCHAN_SENDERS_MAX */
 	__s32 numa_node;		/* node id, or LZCHAN_NODE_LOCAL */
