@@ -2,6 +2,5 @@
 #include "lzb.h"
 int lzb_cmd_lat(int argc, char **argv) { (void)argc; (void)argv; return 1; }
 int lzb_cmd_msgrate(int argc, char **argv) { (void)argc; (void)argv; return 1; }
-int lzb_cmd_alt(int argc, char **argv) { (void)argc; (void)argv; return 1; }
 int lzb_cmd_headline(int argc, char **argv) { (void)argc; (void)argv; return 1; }
 int lzb_cmd_plot(int argc, char **argv) { (void)argc; (void)argv; return 1; }
