@@ -25,7 +25,7 @@ die() { echo "deps: error: $*" >&2; exit 1; }
 PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       linux-headers-cloud-amd64 linux-source-6.1
       qemu-system-x86 busybox-static debootstrap
-      libnuma-dev libpapi-dev)
+      libnuma-dev libpapi-dev gnuplot-nox)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
