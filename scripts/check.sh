@@ -38,6 +38,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/tsan/lzchan_threads env LZCHAN_THREAD_MSGS=50000 ./san/lzchan_threads.tsan
 	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
 	suite host/make_run sh ./lzchan_run.sh "$top"
+	suite host/lzchan_bench sh ./lzchan_bench.sh "$top/tools/lzchan-bench"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
 	done

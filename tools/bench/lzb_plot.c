@@ -208,8 +208,8 @@ static bool pl_col_numeric(const struct pl_table *t, int c)
 	for (r = 0; r < t->nrows; r++) {
 		const char *s = t->cells[r][c];
 
-		if (!s || !*s || !strcmp(s, "n/a"))
-			continue;
+		if (!s || !*s || !strcmp(s, "n/a") || !strcmp(s, "-"))
+			continue;	/* missing */
 		if (!pl_is_num(s, &v))
 			return false;
 		nums++;
