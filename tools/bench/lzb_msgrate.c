@@ -38,6 +38,7 @@
 
 #define MR_MAX_PROCS	256
 #define MR_MAX_PEERS	64
+#define MR_TIMEOUT_NS	10000000000ULL
 
 enum mr_pattern { MR_SINGLE, MR_PAIR, MR_PREPOST, MR_ALLSTART, MR_PATTERNS };
 static const char *const mr_names[MR_PATTERNS] = {
@@ -127,9 +128,20 @@ static int mr_drain(struct mr_proc *p)
 }
 
 /* Wait until source @src (or every source, -1) has sent what is due. */
+static uint64_t mr_got_total(const struct mr_proc *p)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < p->run->nprocs; i++)
+		sum += p->got[i];
+	return sum;
+}
+
 static int mr_wait_due(struct mr_proc *p, int src)
 {
-	unsigned int spins = 0;
+	uint64_t last = mr_got_total(p), since = lzb_now_ns(), now;
+	unsigned int spins = 0, tries = 0;
 	int i;
 
 	for (;;) {
@@ -137,6 +149,23 @@ static int mr_wait_due(struct mr_proc *p, int src)
 
 		if (mr_drain(p))
 			return -1;
+		/* A lost message fails the run, never hangs it. */
+		if ((++tries & 1023) == 0) {
+			now = lzb_now_ns();
+			if (mr_got_total(p) != last) {
+				last = mr_got_total(p);
+				since = now;
+			} else if (now - since > MR_TIMEOUT_NS) {
+				for (i = 0; i < p->run->nprocs; i++)
+					if (p->got[i] < p->due[i])
+						break;
+				mr_fail(p, "rank %d: nothing came for 10 s; %llu messages from rank %d missing (lost)",
+					p->rank, i < p->run->nprocs ?
+					(unsigned long long)(p->due[i] - p->got[i]) : 0ULL,
+					i < p->run->nprocs ? i : -1);
+				return -1;
+			}
+		}
 		if (src >= 0) {
 			done = p->got[src] >= p->due[src];
 		} else {

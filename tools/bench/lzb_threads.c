@@ -36,6 +36,8 @@ struct thr_run {
 	char name[64];
 	struct lzb_barrier created, start;
 	struct lzchan *shared_tx;	/* mutex/spinlock modes */
+	struct lzchan *rx;		/* closed after every thread is done */
+	int abort;			/* the receiver gave up: senders stop */
 	pthread_mutex_t mutex;
 	pthread_spinlock_t spin;
 	uint64_t rx_ns, rx_msgs;
@@ -73,6 +75,8 @@ static int thr_send_one(struct thr_run *run, struct lzchan *ch, const void *buf,
 		}
 		if (r != -EAGAIN)
 			return r;
+		if (__atomic_load_n(&run->abort, __ATOMIC_RELAXED))
+			return -ECANCELED;
 		/* Ring full: wait outside the lock so the others may try. */
 		lzb_spin(&spins);
 	}
@@ -96,11 +100,12 @@ static int thr_sender(struct thr_run *run, int i)
 			break;
 	}
 	__atomic_fetch_add(&run->contended, busy, __ATOMIC_RELAXED);
-	if (r)
+	if (r && r != -ECANCELED)
 		fprintf(stderr, "lzchan-bench threads: sender %d: %s\n", i, strerror(-r));
 	if (run->mode == THR_LANES)
 		lzchan_close(ch);
-	return r ? 1 : 0;
+	/* Cancelled: the receiver failed, and says why. */
+	return r && r != -ECANCELED ? 1 : 0;
 }
 
 static int thr_receiver(struct thr_run *run)
@@ -113,7 +118,7 @@ static int thr_receiver(struct thr_run *run)
 	int r, ret = 0;
 
 	total = (uint64_t)run->threads * run->per_thread;
-	ch = lzb_chan_rx(run->name, run->size + 8 <= 64 ? 64 : 128, 1024,
+	ch = run->rx = lzb_chan_rx(run->name, run->size + 8 <= 64 ? 64 : 128, 1024,
 			 run->mode == THR_LANES ? (uint32_t)run->threads : 1);
 	if (run->mode != THR_LANES)
 		run->shared_tx = lzb_chan_tx(run->name);
@@ -151,20 +156,12 @@ static int thr_receiver(struct thr_run *run)
 	}
 	run->rx_ns = lzb_now_ns() - t0;
 	run->rx_msgs = got;
-	if (ret) {
-		/* Let the senders finish: nobody drains any more. */
-		lzchan_unlink(run->name);
-		lzchan_close(ch);
-		if (run->shared_tx)
-			lzchan_close(run->shared_tx);
-		return ret;
-	}
-	/* Everyone has sent: the shared handle may go. */
-	if (run->shared_tx)
-		lzchan_close(run->shared_tx);
+	/* Senders stop (nobody drains any more); the handles are closed
+	 * once every thread is done (thr_measure). */
+	if (ret)
+		__atomic_store_n(&run->abort, 1, __ATOMIC_RELAXED);
 	lzchan_unlink(run->name);
-	lzchan_close(ch);
-	return 0;
+	return ret;
 }
 
 static int thr_worker(int i, void *arg)
@@ -197,6 +194,10 @@ static double thr_measure(enum thr_mode mode, int threads, uint64_t per_thread, 
 	pthread_spin_init(&run->spin, PTHREAD_PROCESS_PRIVATE);
 	lzb_workers(threads + 1);
 	ret = lzb_run(threads + 1, false, thr_worker, run);
+	if (run->shared_tx)
+		lzchan_close(run->shared_tx);
+	if (run->rx)
+		lzchan_close(run->rx);
 	if (!ret && run->rx_msgs != (uint64_t)threads * per_thread) {
 		snprintf(run->why, sizeof(run->why), "received %llu of %llu messages",
 			 (unsigned long long)run->rx_msgs, (unsigned long long)threads * per_thread);
