@@ -539,6 +539,8 @@ int lzb_cmd_msgrate(int argc, char **argv)
 		       "pre-posted = the channel exists and is drained only after the sends");
 	lzb_table_note(t, "rates count sends and receives over each process's timed sections; "
 		       "total = sum of the per-process rates");
+	lzb_table_note(t, "single-direction and pair-based have no barrier (as on the page): "
+		       "a process's time includes waiting out its peers' cache invalidation");
 	if (run->npeers < 6 && !peers_given)
 		lzb_table_note(t, "-p lowered from 6 to %d: only %d processes", run->npeers, run->nprocs);
 	if (run->nprocs % 2)
