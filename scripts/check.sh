@@ -42,6 +42,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_install sh ./lzchan_install.sh "$top"
 	suite host/lzchan_dkms bash ./lzchan_dkms.sh "$top" "$CACHE"
 	suite host/lzchan_docs sh ./lzchan_docs.sh "$top"
+	suite host/lzchan_bench sh ./lzchan_bench.sh "$top/tools/lzchan-bench"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
 	done

@@ -433,12 +433,31 @@ int lzb_run(int n, bool procs, int (*fn)(int i, void *arg), void *arg)
 			_exit(fn(i, arg) ? 1 : 0);
 		}
 	}
-	for (i = 0; i < n; i++) {
-		int st;
+	/* Reap in any order; once one fails, the others would wait for it at
+	 * a barrier forever: kill them, so a failed run fails, never hangs. */
+	for (int left = n; left > 0; ) {
+		int st = 0;
+		pid_t p = waitpid(-1, &st, 0);
 
-		if (waitpid(pid[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "lzchan-bench: worker process %d %s\n", i,
-				WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "failed");
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < n && pid[i] != p; i++)
+			;
+		if (i == n)
+			continue;	/* not one of ours */
+		pid[i] = 0;
+		left--;
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			if (!bad || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+				fprintf(stderr, "lzchan-bench: worker process %d %s\n", i,
+					WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "failed");
+			if (!bad)
+				for (int j = 0; j < n; j++)
+					if (pid[j] > 0)
+						kill(pid[j], SIGKILL);
 			bad = 1;
 		}
 	}
