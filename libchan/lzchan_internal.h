@@ -77,6 +77,8 @@ struct lzchan {
 	struct lzchan_shm_tx *tx;
 	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
+	bool cont_any;			/* a cont bit was ever set (else skip tests) */
+	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	uint32_t full_streak;		/* sends in a row that found no room */
 	uint32_t woken_parked;		/* park episode we already woke */
 	uint32_t rung_sleepy;		/* sleepy episode we already rang */

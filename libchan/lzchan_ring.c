@@ -46,9 +46,10 @@ static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
 {
 	uint32_t i = pos & ch->mask;
 
-	if (v)
+	if (v) {
 		ch->cont[i >> 3] |= 1U << (i & 7);
-	else
+		ch->cont_any = true;
+	} else
 		ch->cont[i >> 3] &= ~(1U << (i & 7));
 }
 
@@ -79,6 +80,9 @@ void __lzchan_tx_init(struct lzchan *ch)
 	ch->tail = __lz_load_acq(&ch->my_rxl->head);
 	ch->cached_head = ch->tail;
 	__lz_store(&ch->tx->tail, ch->tail);
+	/* Relaxed: statistics only we write (zeroed with a reused lane). */
+	ch->stat_msgs = __lz_load(&ch->tx->msgs);
+	ch->stat_bytes = __lz_load(&ch->tx->bytes);
 }
 
 /* Full-ring sends between two looks at a shm receiver's lock: the look is
@@ -182,8 +186,8 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	ch->tail = start + n;
 	/* Statistics for the module and tools; relaxed, nobody orders on them. */
 	__lz_store(&ch->tx->tail, ch->tail);
-	__lz_store(&ch->tx->msgs, __lz_load(&ch->tx->msgs) + 1);
-	__lz_store(&ch->tx->bytes, __lz_load(&ch->tx->bytes) + len);
+	__lz_store(&ch->tx->msgs, ++ch->stat_msgs);
+	__lz_store(&ch->tx->bytes, ch->stat_bytes += len);
 }
 
 /*
@@ -259,7 +263,8 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 	if (__lzchan_unlikely(len > ch->slot_size - sizeof(struct lzchan_slot_hdr) ||
 			      ch->reserved ||
 			      (uint32_t)(next - ch->cached_head) > ch->slot_count ||
-			      __lz_cont_test(ch, next) || __lz_cont_test(ch, start)))
+			      (ch->cont_any && (__lz_cont_test(ch, next) ||
+						__lz_cont_test(ch, start)))))
 		return false;
 	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
 	return __lzchan_likely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->hdr->rx_status)) !=
@@ -280,8 +285,8 @@ static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
 	ch->tail = next;
 	/* Statistics; relaxed, nobody orders on them (see __lz_tx_publish()). */
 	__lz_store(&ch->tx->tail, next);
-	__lz_store(&ch->tx->msgs, __lz_load(&ch->tx->msgs) + 1);
-	__lz_store(&ch->tx->bytes, __lz_load(&ch->tx->bytes) + len);
+	__lz_store(&ch->tx->msgs, ++ch->stat_msgs);
+	__lz_store(&ch->tx->bytes, ch->stat_bytes += len);
 }
 
 static inline bool __lz_send_fast(struct lzchan *ch, const void *buf, size_t len)
@@ -372,7 +377,8 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 	/* One slot (room for it was checked at reserve), no stale payload
 	 * word in it or after it: the fast publish; else the general one. */
 	if (__lzchan_likely(ch->resv_len <= ch->slot_size - sizeof(struct lzchan_slot_hdr) &&
-			    !__lz_cont_test(ch, ch->tail) && !__lz_cont_test(ch, ch->tail + 1))) {
+			    !(ch->cont_any && (__lz_cont_test(ch, ch->tail) ||
+					       __lz_cont_test(ch, ch->tail + 1))))) {
 		ch->reserved = false;
 		__lz_fast_publish(ch, (uint32_t)len);
 		__lz_tx_notify(ch);
@@ -390,7 +396,7 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 
 /* ==================== receiver ==================== */
 
-static void __lz_rx_publish(struct lzchan *ch, struct __lzchan_rxlane *rl, bool force)
+static inline void __lz_rx_publish(struct lzchan *ch, struct __lzchan_rxlane *rl, bool force)
 {
 	if (rl->head == rl->published ||
 	    (!force && rl->head - rl->published < ch->publish_every))
@@ -757,27 +763,21 @@ static int __lz_rx_check(struct lzchan *ch)
  * case; anything else (empty, pad, multi-slot, garbage) goes the general
  * way, which looks again.
  */
-static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
+/* Lane @i's next one-slot message at its peek, if ready (see above). */
+static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
+	struct __lzchan_rxlane *rl = &ch->lanes[i];
 	const struct lzchan_slot_hdr *h;
-	struct __lzchan_rxlane *rl;
-	uint32_t i, pos, raw;
+	uint32_t pos = rl->peek, raw;
 
-	if (__lzchan_unlikely(!ch->fast_left || !ch->nactive))
-		return false;
-	i = ch->active[ch->rr];
-	rl = &ch->lanes[i];
-	pos = rl->peek;
 	h = __lzchan_slot(ch, rl->slots, pos);
-	/* Pairs with the sender's release store of seq (__lz_send_fast(),
+	/* Pairs with the sender's release store of seq (__lz_fast_publish(),
 	 * __lz_tx_publish()). */
 	if (__lz_load_acq(&h->seq) != pos + 1)
 		return false;
 	raw = __lz_load(&h->len);	/* once: the sender may change it */
 	if (raw > ch->slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
 		return false;
-	ch->fast_left--;
-	ch->quiet_left = 0;	/* a message: the next empty poll looks fully */
 	m->data = h + 1;
 	m->len = raw;
 	m->lane = i;
@@ -785,6 +785,16 @@ static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 	m->__gen = rl->gen;
 	rl->peek = pos + 1;
 	rl->idle = 0;
+	return true;
+}
+
+static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
+{
+	if (__lzchan_unlikely(!ch->fast_left || !ch->nactive))
+		return false;
+	if (!__lz_rx_fast_lane(ch, ch->active[ch->rr], m))
+		return false;
+	ch->fast_left--;
 	if (++ch->rr >= ch->nactive)
 		ch->rr = 0;
 	return true;
@@ -796,11 +806,12 @@ static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 
 /*
  * A receiver spinning on an empty channel: has anything changed since the
- * last full look found nothing (and published the head: every message
- * handed out or released since ends the quiet spell)?  A message at an active lane's peek, a
+ * last full look found nothing?  A message at an active lane's peek, a
  * lane status or a bell word that moved all say yes (and the full look
  * runs); else the verdict is "empty" at the cost of a few loads of lines
- * that stay in our cache until a sender writes them.
+ * that stay in our cache until a sender writes them.  Messages taken in
+ * between do not end the spell: a lane caught up publishes its head here,
+ * as the full look would.
  */
 static inline bool __lz_rx_quiet(struct lzchan *ch)
 {
@@ -810,7 +821,7 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 		return false;
 	ch->quiet_left--;
 	for (k = 0; k < ch->nactive; k++) {
-		const struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
 
 		/* Pairs with the sender's release store of seq, as in
 		 * __lz_rx_look(); the full look loads it again. */
@@ -819,6 +830,10 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 		/* Relaxed: only compared; the full look loads it with acquire. */
 		if (__lz_load(&rl->info->status) != rl->seen_status)
 			return false;
+		/* Caught up: let the sender see all the room, as the full
+		 * look's __lz_rx_empty() does. */
+		if (rl->peek == rl->head)
+			__lz_rx_publish(ch, rl, true);
 	}
 	for (w = 0; w < ch->bell_words; w++)
 		/* Relaxed: a hint, as in __lz_rx_bell(). */
@@ -929,8 +944,6 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 		return;
 	rl->head = m->__end;
 	__lz_rx_publish(ch, rl, false);
-	/* The next empty poll must look fully: it publishes the head. */
-	ch->quiet_left = 0;
 }
 
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
@@ -944,7 +957,8 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 	if (ret)
 		return ret;
 	for (k = 1; k < n; k++)
-		if (__lz_rx_lane(ch, m[0].lane, &m[k]))
+		if (!__lz_rx_fast_lane(ch, m[0].lane, &m[k]) &&
+		    __lz_rx_lane(ch, m[0].lane, &m[k]))
 			break;
 	/* A status verdict after the first message is simply not reported
 	 * yet: the next call finds it again. */
@@ -965,10 +979,55 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 	return m->len;
 }
 
+/*
+ * lzchan_recv() in one piece for the common case: __lz_rx_fast()'s message,
+ * no views outstanding on the lane (peek == head), and it fits @buf: copy,
+ * release and publish as lzchan_release() would.
+ */
+static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+{
+	const struct lzchan_slot_hdr *h;
+	struct __lzchan_rxlane *rl;
+	uint32_t i, pos, raw;
+
+	if (__lzchan_unlikely(ch->armed || !ch->fast_left || !ch->nactive))
+		return -EAGAIN;
+	i = ch->active[ch->rr];
+	rl = &ch->lanes[i];
+	pos = rl->peek;
+	if (__lzchan_unlikely(pos != rl->head))
+		return -EAGAIN;
+	h = __lzchan_slot(ch, rl->slots, pos);
+	/* Pairs with the sender's release store of seq, as in __lz_rx_fast(). */
+	if (__lz_load_acq(&h->seq) != pos + 1)
+		return -EAGAIN;
+	raw = __lz_load(&h->len);	/* once: the sender may change it */
+	if (__lzchan_unlikely(raw > ch->slot_size - sizeof(*h) || raw > cap))
+		return -EAGAIN;
+	memcpy(buf, h + 1, raw);
+	ch->fast_left--;
+	rl->peek = rl->head = pos + 1;
+	rl->idle = 0;
+	if (++ch->rr >= ch->nactive)
+		ch->rr = 0;
+	if (lane)
+		*lane = i;
+	/* Lazy publication: our reads of the slot are done (the copy above);
+	 * see __lz_rx_publish(). */
+	__lz_rx_publish(ch, rl, false);
+	return (int)raw;
+}
+
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct lzchan_msg m;
 	int ret;
+
+	if (__lzchan_likely(ch && ch->role == LZCHAN_RECEIVER)) {
+		ret = __lz_recv_fast(ch, buf, cap, lane);
+		if (ret >= 0)
+			return ret;
+	}
 
 	m.lane = LZCHAN_LANE_NONE;
 	ret = lzchan_peek(ch, &m);
