@@ -984,6 +984,8 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
  * no views outstanding on the lane (peek == head), and it fits @buf: copy,
  * release and publish as lzchan_release() would.
  */
+#define __LZ_SLOW	(-ENOTRECOVERABLE)	/* internal: take the general path */
+
 static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	const struct lzchan_slot_hdr *h;
@@ -991,19 +993,19 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	uint32_t i, pos, raw;
 
 	if (__lzchan_unlikely(ch->armed || !ch->fast_left || !ch->nactive))
-		return -EAGAIN;
+		return __LZ_SLOW;
 	i = ch->active[ch->rr];
 	rl = &ch->lanes[i];
 	pos = rl->peek;
 	if (__lzchan_unlikely(pos != rl->head))
-		return -EAGAIN;
+		return __LZ_SLOW;
 	h = __lzchan_slot(ch, rl->slots, pos);
 	/* Pairs with the sender's release store of seq, as in __lz_rx_fast(). */
 	if (__lz_load_acq(&h->seq) != pos + 1)
-		return -EAGAIN;
+		return -EAGAIN;		/* this lane: nothing yet */
 	raw = __lz_load(&h->len);	/* once: the sender may change it */
 	if (__lzchan_unlikely(raw > ch->slot_size - sizeof(*h) || raw > cap))
-		return -EAGAIN;
+		return __LZ_SLOW;
 	memcpy(buf, h + 1, raw);
 	ch->fast_left--;
 	rl->peek = rl->head = pos + 1;
@@ -1027,6 +1029,10 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 		ret = __lz_recv_fast(ch, buf, cap, lane);
 		if (ret >= 0)
 			return ret;
+		/* Nothing on this lane, and nothing moved anywhere since the
+		 * last full look: empty, without the general path. */
+		if (ret == -EAGAIN && __lz_rx_quiet(ch))
+			return -EAGAIN;
 	}
 
 	m.lane = LZCHAN_LANE_NONE;
