@@ -110,7 +110,10 @@ const char *lzchan_backend_name(const struct lzchan *ch);
  * Copy @len bytes as one message.  0, or -EAGAIN (ring full), -EMSGSIZE
  * (len > max_msg), -EPIPE (the receiver is gone), -EBADF (not a sender).
  */
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
+#else /* inline: see the end of this header */
+#endif
 
 /* As lzchan_send, waiting for room up to @timeout_ns (-1: forever):
  * -ETIMEDOUT when it runs out. */
@@ -126,8 +129,11 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
  * to write it; then lzchan_commit() with the actual length (<= @len)
  * publishes it.  Nothing else may be sent in between.
  */
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int lzchan_commit(struct lzchan *ch, size_t len);
+#else /* inline: see the end of this header */
+#endif
 
 /* ---- receiving ---- */
 
@@ -143,6 +149,69 @@ struct lzchan_msg {
 	uint32_t __gen;		/* private */
 };
 
+/* ---- the fast path ----
+ *
+ * lzchan_send(), lzchan_reserve()/lzchan_commit(), lzchan_recv(),
+ * lzchan_peek() and lzchan_release() are inline (below) for the common
+ * case -- a message of one slot -- and call the library for everything
+ * else.  They read and write the structures here, which are private to
+ * liblzchan but part of its ABI (a layout change bumps the soname); do not
+ * touch them.  Define LZCHAN_NO_INLINE before including this header to
+ * call the library for everything.
+ */
+#define __lzchan_likely(x)	__builtin_expect(!!(x), 1)
+#define __lzchan_unlikely(x)	__builtin_expect(!!(x), 0)
+
+struct __lzchan_rxlane {		/* the receiver's view of one lane */
+	uint32_t head;		/* first position not released */
+	uint32_t peek;		/* next position to hand out (>= head) */
+	uint32_t published;	/* last head stored in rxl->head */
+	uint32_t gen;		/* sender generation being read */
+	uint32_t state;		/* private state */
+	uint32_t idle;		/* empty polls in a row */
+	uint32_t sleepy;	/* our copy of rxl->sleepy */
+	uint32_t dead;		/* shm: the owner's lock was found free */
+	uint64_t seen_status;	/* info->status at the last empty verdict */
+	const char *slots;
+	struct lzchan_shm_rx_lane *rxl;
+	const struct lzchan_shm_lane *info;
+};
+
+struct __lzchan_fast {			/* the start of every struct lzchan */
+	uint32_t role;			/* LZCHAN_RECEIVER or LZCHAN_SENDER */
+	uint32_t slot_size, slot_shift, slot_count, mask, max_senders;
+	uint32_t publish_every;
+	/* sender */
+	uint32_t tail;			/* next position to write */
+	uint32_t cached_head;		/* receiver's head as last read */
+	uint32_t resv_len;
+	uint8_t reserved;		/* between lzchan_reserve and commit */
+	uint8_t cont_any;		/* a message ever spanned slots */
+	uint8_t fence_each_send;	/* no asymmetric barrier available */
+	uint8_t armed;			/* receiver: event fd armed */
+	uint32_t rung_sleepy;		/* sleepy episode we already rang */
+	uint32_t woken_parked;		/* park episode we already woke */
+	char *slots;
+	struct lzchan_shm_hdr *hdr;
+	struct lzchan_shm_tx *tx;
+	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
+	struct lzchan_shm_rx *rx;
+	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
+	/* receiver */
+	uint32_t fast_left;		/* fast receives before a bell check */
+	uint32_t nactive, rr, __pad;
+	uint32_t *active;		/* lanes polled by receive-any */
+	struct __lzchan_rxlane *lanes;
+};
+
+/* The library's entry points behind the inline functions (LZCHAN_0.2). */
+int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
+int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
+int __lzchan_commit(struct lzchan *ch, size_t len);
+int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
+int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
+void __lzchan_tx_wake(struct lzchan *ch);
+
 /*
  * Receive one message, copied into @buf, from any lane (lzchan_recv) or
  * from @lane (lzchan_recv_lane).  Returns its length, or:
@@ -154,7 +223,10 @@ struct lzchan_msg {
  *               sender wrote garbage); that lane is abandoned;
  *   -EBADF      not a receiver.
  */
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
+#else /* inline: see the end of this header */
+#endif
 int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap);
 
 /* As lzchan_recv, blocking: spin for the spin time, then park until a
@@ -168,9 +240,15 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
  * message of its lane) with lzchan_release().  Until then, peeking again
  * returns the messages after it in the same lane.
  */
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
+#else /* inline: see the end of this header */
+#endif
 int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m);
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
+#else /* inline: see the end of this header */
+#endif
 
 /* Up to @n messages from one lane, in place; returns how many (then
  * release the last), or an error as lzchan_peek. */
@@ -277,6 +355,196 @@ struct lzchan_lane_stat {
  * valid channel), -EACCES, and the errors of lzchan_stat().
  */
 int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n);
+
+
+#if !defined(__LZCHAN_LIBRARY) && !defined(LZCHAN_NO_INLINE)
+/* ---- the fast path, inline (see struct __lzchan_fast above) ----
+ * Each is the library function's own fast path; the memory-ordering
+ * argument and the pairings are in Documentation/libchan/design.rst. */
+
+static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast *f,
+						     const char *slots, uint32_t pos)
+{
+	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
+}
+
+/* Room for one slot at the tail, no stale payload word to mind, receiver
+ * not gone. */
+static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
+{
+	return __lzchan_likely(len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
+			       !f->reserved && !f->cont_any &&
+			       (uint32_t)(f->tail + 1 - f->cached_head) <= f->slot_count) &&
+	       /* Pairs with the release store of rx_status (module/receiver). */
+	       __lzchan_likely(LZCHAN_STATUS_STATE(__atomic_load_n(&f->hdr->rx_status,
+							__ATOMIC_ACQUIRE)) != LZCHAN_RX_GONE);
+}
+
+/* Publish the one-slot message written at the tail, then notify. */
+static inline void __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
+					 uint32_t len)
+{
+	struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
+	uint32_t next = f->tail + 1, sleepy, parked;
+
+	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
+	/* Pairs with the receiver's acquire load of seq. */
+	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
+	f->tail = next;
+	/* Statistics; relaxed, nobody orders on them. */
+	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->tx->msgs, ++f->stat_msgs, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->tx->bytes, f->stat_bytes += len, __ATOMIC_RELAXED);
+	/* Pairs with the receiver's heavy barrier after it stores sleepy or
+	 * parked: it sees our message, or we see its store. */
+	if (__lzchan_unlikely(f->fence_each_send))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* Relaxed: the receiver's heavy barrier orders them (see above). */
+	sleepy = __atomic_load_n(&f->my_rxl->sleepy, __ATOMIC_RELAXED);
+	parked = __atomic_load_n(&f->rx->parked, __ATOMIC_RELAXED);
+	if (__lzchan_unlikely(((sleepy & 1) && sleepy != f->rung_sleepy) ||
+			      ((parked & 1) && parked != f->woken_parked)))
+		__lzchan_tx_wake(ch);
+}
+
+static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER) && __lzchan_fast_room(f, len)) {
+		if (len)
+			__builtin_memcpy(__lzchan_fslot(f, f->slots, f->tail) + 1, buf, len);
+		__lzchan_fast_publish(ch, f, (uint32_t)len);
+		return 0;
+	}
+	return __lzchan_send(ch, buf, len);
+}
+
+static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER && buf) && __lzchan_fast_room(f, len)) {
+		f->reserved = 1;
+		f->resv_len = (uint32_t)len;
+		*buf = __lzchan_fslot(f, f->slots, f->tail) + 1;
+		return 0;
+	}
+	return __lzchan_reserve(ch, len, buf);
+}
+
+static inline int lzchan_commit(struct lzchan *ch, size_t len)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER && f->reserved && len <= f->resv_len &&
+			    f->resv_len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
+			    !f->cont_any)) {
+		f->reserved = 0;
+		__lzchan_fast_publish(ch, f, (uint32_t)len);
+		return 0;
+	}
+	return __lzchan_commit(ch, len);
+}
+
+/* Lane @i's ready one-slot message at its peek, or NULL. */
+static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lzchan_fast *f,
+							       const struct __lzchan_rxlane *rl,
+							       uint32_t *len)
+{
+	const struct lzchan_slot_hdr *h = __lzchan_fslot(f, rl->slots, rl->peek);
+
+	/* Pairs with the sender's release store of seq. */
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1)
+		return 0;
+	*len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);	/* once */
+	/* A pad, a longer message or garbage: the library's way. */
+	return *len <= f->slot_size - sizeof(*h) ? h : 0;
+}
+
+/* Lazy head publication (every publish_every slots). */
+static inline void __lzchan_fast_publish_head(const struct __lzchan_fast *f,
+					      struct __lzchan_rxlane *rl)
+{
+	if (rl->head - rl->published >= f->publish_every) {
+		/* Pairs with the sender's acquire load of head: our reads of
+		 * the released slots are done before it reuses them. */
+		__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
+		rl->published = rl->head;
+	}
+}
+
+static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && f->role == LZCHAN_RECEIVER && !f->armed && f->fast_left &&
+			    f->nactive)) {
+		uint32_t i = f->active[f->rr], len;
+		struct __lzchan_rxlane *rl = &f->lanes[i];
+		const struct lzchan_slot_hdr *h;
+
+		if (__lzchan_likely(rl->peek == rl->head) && (h = __lzchan_fast_look(f, rl, &len)) &&
+		    __lzchan_likely(len <= cap)) {
+			__builtin_memcpy(buf, h + 1, len);
+			f->fast_left--;
+			rl->peek = rl->head = rl->peek + 1;
+			rl->idle = 0;
+			if (++f->rr >= f->nactive)
+				f->rr = 0;
+			if (lane)
+				*lane = i;
+			__lzchan_fast_publish_head(f, rl);
+			return (int)len;
+		}
+	}
+	return __lzchan_recv(ch, buf, cap, lane);
+}
+
+static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && f->role == LZCHAN_RECEIVER && !f->armed && f->fast_left &&
+			    f->nactive)) {
+		uint32_t i = f->active[f->rr], len;
+		struct __lzchan_rxlane *rl = &f->lanes[i];
+		const struct lzchan_slot_hdr *h = __lzchan_fast_look(f, rl, &len);
+
+		if (h) {
+			f->fast_left--;
+			m->data = h + 1;
+			m->len = len;
+			m->lane = i;
+			m->__end = rl->peek + 1;
+			m->__gen = rl->gen;
+			rl->peek++;
+			rl->idle = 0;
+			if (++f->rr >= f->nactive)
+				f->rr = 0;
+			return 0;
+		}
+	}
+	return __lzchan_peek(ch, m);
+}
+
+static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+	struct __lzchan_rxlane *rl;
+
+	if (!ch || f->role != LZCHAN_RECEIVER || !m || m->lane >= f->max_senders)
+		return;
+	rl = &f->lanes[m->lane];
+	/* Only a view of this lane's current sender, not past the peek. */
+	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)
+		return;
+	rl->head = m->__end;
+	__lzchan_fast_publish_head(f, rl);
+}
+#endif /* inline fast path */
 
 #ifdef __cplusplus
 }

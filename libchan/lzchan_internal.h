@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library compiles the out-of-line versions of the inline calls. */
+#define __LZCHAN_LIBRARY 1
 #include "lzchan.h"
 
-#define __lzchan_likely(x)	__builtin_expect(!!(x), 1)
-#define __lzchan_unlikely(x)	__builtin_expect(!!(x), 0)
 
 /* Relaxed, acquire and release accesses to shared words. */
 #define __lz_load(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
@@ -31,35 +31,18 @@ enum {
 	__LZ_RL_BROKEN,		/* held garbage; abandoned */
 };
 
-struct __lzchan_rxlane {
-	uint32_t head;		/* first position not released */
-	uint32_t peek;		/* next position to hand out (>= head) */
-	uint32_t published;	/* last head stored in rxl->head */
-	uint32_t gen;		/* sender generation being read */
-	uint32_t state;		/* __LZ_RL_* */
-	uint32_t idle;		/* empty polls in a row */
-	uint32_t sleepy;	/* our copy of rxl->sleepy */
-	uint32_t dead;		/* shm: the owner's lock was found free */
-	uint64_t seen_status;	/* info->status at the last empty verdict */
-	const char *slots;
-	struct lzchan_shm_rx_lane *rxl;
-	const struct lzchan_shm_lane *info;
-};
 
 struct lzchan {
-	unsigned int role;		/* LZCHAN_RECEIVER or LZCHAN_SENDER */
+	struct __lzchan_fast f;		/* first: what lzchan.h's inline paths use */
+	uint32_t max_msg;
 	enum lzchan_backend backend;
 	int fd;				/* device fd or shm file */
-	uint32_t slot_size, slot_shift, slot_count, mask, max_senders;
-	uint32_t max_msg, publish_every;
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
 	char name[LZCHAN_NAME_SIZE];
 
 	/* the areas, as mapped */
-	struct lzchan_shm_hdr *hdr;		/* info */
 	struct lzchan_shm_lane *lane_info;	/* info: per-lane status */
-	struct lzchan_shm_rx *rx;
 	char *rx_lanes;				/* rx: per-lane lines */
 	uint64_t *bell;
 	uint32_t *wake_word;		/* shm: senders' wake counter (bell area) */
@@ -71,33 +54,16 @@ struct lzchan {
 	unsigned int nmaps;
 
 	/* sender */
-	uint32_t tail;			/* next position to write */
-	uint32_t cached_head;		/* receiver's head as last read */
-	char *slots;
-	struct lzchan_shm_tx *tx;
-	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
-	bool cont_any;			/* a cont bit was ever set (else skip tests) */
-	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	uint32_t full_streak;		/* sends in a row that found no room */
-	uint32_t woken_parked;		/* park episode we already woke */
-	uint32_t rung_sleepy;		/* sleepy episode we already rang */
-	bool fence_each_send;		/* no asymmetric barrier available */
-	bool reserved;			/* between lzchan_reserve and commit */
-	uint32_t resv_len;
 
 	/* receiver */
-	struct __lzchan_rxlane *lanes;
-	uint32_t *active;		/* lanes polled by receive-any */
-	uint32_t nactive, rr;
-	uint32_t fast_left;		/* fast receives before a bell check */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */
 	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */
 	uint32_t wake_seen;		/* shm: wake_word before the last look */
-	bool armed;
 	bool have_membarrier;
 	uint32_t spin_ns;
 	int evfd;			/* dev: eventfd the kernel signals */
@@ -158,7 +124,7 @@ void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
 static inline struct lzchan_slot_hdr *__lzchan_slot(const struct lzchan *ch,
 						    const char *slots, uint32_t pos)
 {
-	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & ch->mask) << ch->slot_shift));
+	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & ch->f.mask) << ch->f.slot_shift));
 }
 
 #endif /* LZCHAN_INTERNAL_H */

@@ -32,23 +32,23 @@
 
 static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
 {
-	return (len + sizeof(struct lzchan_slot_hdr) + ch->slot_size - 1) >> ch->slot_shift;
+	return (len + sizeof(struct lzchan_slot_hdr) + ch->f.slot_size - 1) >> ch->f.slot_shift;
 }
 
 static inline bool __lz_cont_test(const struct lzchan *ch, uint32_t pos)
 {
-	uint32_t i = pos & ch->mask;
+	uint32_t i = pos & ch->f.mask;
 
 	return ch->cont[i >> 3] & (1U << (i & 7));
 }
 
 static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
 {
-	uint32_t i = pos & ch->mask;
+	uint32_t i = pos & ch->f.mask;
 
 	if (v) {
 		ch->cont[i >> 3] |= 1U << (i & 7);
-		ch->cont_any = true;
+		ch->f.cont_any = true;
 	} else
 		ch->cont[i >> 3] &= ~(1U << (i & 7));
 }
@@ -77,12 +77,12 @@ void __lzchan_tx_init(struct lzchan *ch)
 	/* A new sender continues where the receiver stands on this lane (0
 	 * for a fresh lane; exact for a reused one: it was drained).  Pairs
 	 * with the receiver's release store of head. */
-	ch->tail = __lz_load_acq(&ch->my_rxl->head);
-	ch->cached_head = ch->tail;
-	__lz_store(&ch->tx->tail, ch->tail);
+	ch->f.tail = __lz_load_acq(&ch->f.my_rxl->head);
+	ch->f.cached_head = ch->f.tail;
+	__lz_store(&ch->f.tx->tail, ch->f.tail);
 	/* Relaxed: statistics only we write (zeroed with a reused lane). */
-	ch->stat_msgs = __lz_load(&ch->tx->msgs);
-	ch->stat_bytes = __lz_load(&ch->tx->bytes);
+	ch->f.stat_msgs = __lz_load(&ch->f.tx->msgs);
+	ch->f.stat_bytes = __lz_load(&ch->f.tx->bytes);
 }
 
 /* Full-ring sends between two looks at a shm receiver's lock: the look is
@@ -93,7 +93,7 @@ void __lzchan_tx_init(struct lzchan *ch)
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
-	uint64_t st = __lz_load_acq(&ch->hdr->rx_status);
+	uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
 
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
 		return -EPIPE;
@@ -113,12 +113,12 @@ static int __lz_tx_full(struct lzchan *ch)
 static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 {
 	*marker = __lz_cont_test(ch, next);
-	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count)
+	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count)
 		return 0;
 	/* Pairs with the receiver's release store of head in
 	 * __lz_rx_publish(): it has finished reading what it released. */
-	ch->cached_head = __lz_load_acq(&ch->my_rxl->head);
-	if ((uint32_t)(next + *marker - ch->cached_head) <= ch->slot_count) {
+	ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
+	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count) {
 		ch->full_streak = 0;
 		return 0;
 	}
@@ -130,28 +130,28 @@ static inline void __lz_tx_marker(struct lzchan *ch, uint32_t next)
 {
 	/* Relaxed: the release store of the message's seq that follows orders
 	 * it before the message becomes visible.  next != next + 1. */
-	__lz_store(&__lzchan_slot(ch, ch->slots, next)->seq, next);
+	__lz_store(&__lzchan_slot(ch, ch->f.slots, next)->seq, next);
 	__lz_cont_set(ch, next, false);
 }
 
 /* Fill the rest of the ring with a pad so the next message starts at 0. */
 static int __lz_tx_pad(struct lzchan *ch)
 {
-	uint32_t idx = ch->tail & ch->mask, pad = ch->slot_count - idx;
-	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, ch->tail);
+	uint32_t idx = ch->f.tail & ch->f.mask, pad = ch->f.slot_count - idx;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
 	bool marker;
 	int ret;
 
-	ret = __lz_tx_room(ch, ch->tail + pad, &marker);
+	ret = __lz_tx_room(ch, ch->f.tail + pad, &marker);
 	if (ret)
 		return ret;
-	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->slot_size - sizeof(*h)));
-	__lz_cont_set(ch, ch->tail, false);
+	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->f.slot_size - sizeof(*h)));
+	__lz_cont_set(ch, ch->f.tail, false);
 	if (marker)
-		__lz_tx_marker(ch, ch->tail + pad);
+		__lz_tx_marker(ch, ch->f.tail + pad);
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look(). */
-	__lz_store_rel(&h->seq, ch->tail + 1);
-	ch->tail += pad;
+	__lz_store_rel(&h->seq, ch->f.tail + 1);
+	ch->f.tail += pad;
 	return 0;
 }
 
@@ -160,19 +160,19 @@ static int __lz_tx_prepare(struct lzchan *ch, uint32_t n, bool *marker)
 {
 	int ret;
 
-	if ((ch->tail & ch->mask) + n > ch->slot_count) {
+	if ((ch->f.tail & ch->f.mask) + n > ch->f.slot_count) {
 		ret = __lz_tx_pad(ch);
 		if (ret)
 			return ret;
 	}
-	return __lz_tx_room(ch, ch->tail + n, marker);
+	return __lz_tx_room(ch, ch->f.tail + n, marker);
 }
 
 /* Publish the message written at the tail. */
 static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 {
-	uint32_t start = ch->tail, n = __lz_slots_for(ch, len), k;
-	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, start);
+	uint32_t start = ch->f.tail, n = __lz_slots_for(ch, len), k;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, start);
 
 	__lz_store(&h->len, len);
 	__lz_cont_set(ch, start, false);
@@ -183,11 +183,11 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look():
 	 * payload, len and the marker are visible before the message is. */
 	__lz_store_rel(&h->seq, start + 1);
-	ch->tail = start + n;
+	ch->f.tail = start + n;
 	/* Statistics for the module and tools; relaxed, nobody orders on them. */
-	__lz_store(&ch->tx->tail, ch->tail);
-	__lz_store(&ch->tx->msgs, ++ch->stat_msgs);
-	__lz_store(&ch->tx->bytes, ch->stat_bytes += len);
+	__lz_store(&ch->f.tx->tail, ch->f.tail);
+	__lz_store(&ch->f.tx->msgs, ++ch->f.stat_msgs);
+	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes += len);
 }
 
 /*
@@ -196,42 +196,55 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
  * membarrier() in __lzchan_heavy_barrier()); we need only keep the compiler
  * from hoisting these loads above the publishing store.
  */
-static inline void __lz_tx_notify(struct lzchan *ch)
+static inline void __lz_tx_ring_wake(struct lzchan *ch)
 {
 	uint32_t sleepy, parked;
 
-	/* Pairs with __lzchan_heavy_barrier() after the receiver stores
-	 * rxl->sleepy / rx->parked: either it sees our message, or we see
-	 * its store below. */
-	if (__lzchan_unlikely(ch->fence_each_send))
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	else
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-
-	sleepy = __lz_load(&ch->my_rxl->sleepy);
-	if (__lzchan_unlikely((sleepy & 1) && sleepy != ch->rung_sleepy)) {
+	sleepy = __lz_load(&ch->f.my_rxl->sleepy);
+	if (__lzchan_unlikely((sleepy & 1) && sleepy != ch->f.rung_sleepy)) {
 		/* Toggle our bit: the receiver cannot write the bell, so it
 		 * compares against its copy.  Locked, but once per episode. */
 		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
 				   __ATOMIC_SEQ_CST);
-		ch->rung_sleepy = sleepy;
+		ch->f.rung_sleepy = sleepy;
 	}
-	parked = __lz_load(&ch->rx->parked);
-	if (__lzchan_unlikely((parked & 1) && parked != ch->woken_parked))
+	parked = __lz_load(&ch->f.rx->parked);
+	if (__lzchan_unlikely((parked & 1) && parked != ch->f.woken_parked))
 		__lzchan_wake(ch, parked);
+}
+
+static inline void __lz_tx_notify(struct lzchan *ch)
+{
+	/* Pairs with __lzchan_heavy_barrier() after the receiver stores
+	 * rxl->sleepy / rx->parked: either it sees our message, or we see
+	 * its store in __lz_tx_ring_wake(). */
+	if (__lzchan_unlikely(ch->f.fence_each_send))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__lz_tx_ring_wake(ch);
+}
+
+/* lzchan.h's inline send found the receiver sleepy or parked (after its
+ * own fence): ring or wake.  Loading the words again is harmless -- a
+ * receiver that moved on looks at the lanes itself. */
+void __lzchan_tx_wake(struct lzchan *ch)
+{
+	if (ch && ch->f.role == LZCHAN_SENDER)
+		__lz_tx_ring_wake(ch);
 }
 
 static int __lz_tx_check(struct lzchan *ch, size_t len)
 {
-	if (!ch || ch->role != LZCHAN_SENDER)
+	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
-	if (ch->reserved)
+	if (ch->f.reserved)
 		return -EBUSY;
 	if (len > ch->max_msg)
 		return -EMSGSIZE;
 	/* Pairs with the release store of rx_status: a departed receiver
 	 * ends sending at once, not when the ring fills. */
-	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->hdr->rx_status)) ==
+	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
 			      LZCHAN_RX_GONE))
 		return -EPIPE;
 	return 0;
@@ -246,7 +259,7 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
 	if (ret)
 		return ret;
 	if (len)	/* buf may be NULL for an empty message */
-		memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
+		memcpy(__lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1, buf, len);
 	__lz_tx_publish(ch, len, marker);
 	return 0;
 }
@@ -258,16 +271,16 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
  */
 static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 {
-	uint32_t start = ch->tail, next = start + 1;
+	uint32_t start = ch->f.tail, next = start + 1;
 
-	if (__lzchan_unlikely(len > ch->slot_size - sizeof(struct lzchan_slot_hdr) ||
-			      ch->reserved ||
-			      (uint32_t)(next - ch->cached_head) > ch->slot_count ||
-			      (ch->cont_any && (__lz_cont_test(ch, next) ||
+	if (__lzchan_unlikely(len > ch->f.slot_size - sizeof(struct lzchan_slot_hdr) ||
+			      ch->f.reserved ||
+			      (uint32_t)(next - ch->f.cached_head) > ch->f.slot_count ||
+			      (ch->f.cont_any && (__lz_cont_test(ch, next) ||
 						__lz_cont_test(ch, start)))))
 		return false;
 	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
-	return __lzchan_likely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->hdr->rx_status)) !=
+	return __lzchan_likely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) !=
 			       LZCHAN_RX_GONE);
 }
 
@@ -275,18 +288,18 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
  * order are those of __lz_tx_publish() for that case. */
 static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
 {
-	uint32_t next = ch->tail + 1;
-	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->slots, ch->tail);
+	uint32_t next = ch->f.tail + 1;
+	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
 
 	__lz_store(&h->len, len);
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look()
 	 * and __lz_rx_fast(): payload and len are visible first. */
 	__lz_store_rel(&h->seq, next);
-	ch->tail = next;
+	ch->f.tail = next;
 	/* Statistics; relaxed, nobody orders on them (see __lz_tx_publish()). */
-	__lz_store(&ch->tx->tail, next);
-	__lz_store(&ch->tx->msgs, ++ch->stat_msgs);
-	__lz_store(&ch->tx->bytes, ch->stat_bytes += len);
+	__lz_store(&ch->f.tx->tail, next);
+	__lz_store(&ch->f.tx->msgs, ++ch->f.stat_msgs);
+	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes += len);
 }
 
 static inline bool __lz_send_fast(struct lzchan *ch, const void *buf, size_t len)
@@ -294,7 +307,7 @@ static inline bool __lz_send_fast(struct lzchan *ch, const void *buf, size_t len
 	if (!__lz_fast_room(ch, len))
 		return false;
 	if (len)
-		memcpy(__lzchan_slot(ch, ch->slots, ch->tail) + 1, buf, len);
+		memcpy(__lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1, buf, len);
 	__lz_fast_publish(ch, (uint32_t)len);
 	return true;
 }
@@ -303,7 +316,7 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	int ret;
 
-	if (__lzchan_likely(ch && ch->role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
 		__lz_tx_notify(ch);
 		return 0;
 	}
@@ -323,7 +336,7 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 	unsigned int i;
 	int ret = 0;
 
-	if (!ch || ch->role != LZCHAN_SENDER)
+	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
 	for (i = 0; i < n; i++) {
 		if (__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len))
@@ -345,10 +358,10 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	bool marker;
 	int ret;
 
-	if (__lzchan_likely(ch && ch->role == LZCHAN_SENDER && buf) && __lz_fast_room(ch, len)) {
-		ch->reserved = true;
-		ch->resv_len = (uint32_t)len;
-		*buf = __lzchan_slot(ch, ch->slots, ch->tail) + 1;
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER && buf) && __lz_fast_room(ch, len)) {
+		ch->f.reserved = true;
+		ch->f.resv_len = (uint32_t)len;
+		*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
 		return 0;
 	}
 	ret = __lz_tx_check(ch, len);
@@ -360,9 +373,9 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	ret = __lz_tx_prepare(ch, __lz_slots_for(ch, len), &marker);
 	if (ret)
 		return ret;
-	ch->reserved = true;
-	ch->resv_len = len;
-	*buf = __lzchan_slot(ch, ch->slots, ch->tail) + 1;
+	ch->f.reserved = true;
+	ch->f.resv_len = len;
+	*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
 	return 0;
 }
 
@@ -370,25 +383,25 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 {
 	bool marker;
 
-	if (!ch || ch->role != LZCHAN_SENDER)
+	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
-	if (!ch->reserved || len > ch->resv_len)
+	if (!ch->f.reserved || len > ch->f.resv_len)
 		return -EINVAL;
 	/* One slot (room for it was checked at reserve), no stale payload
 	 * word in it or after it: the fast publish; else the general one. */
-	if (__lzchan_likely(ch->resv_len <= ch->slot_size - sizeof(struct lzchan_slot_hdr) &&
-			    !(ch->cont_any && (__lz_cont_test(ch, ch->tail) ||
-					       __lz_cont_test(ch, ch->tail + 1))))) {
-		ch->reserved = false;
+	if (__lzchan_likely(ch->f.resv_len <= ch->f.slot_size - sizeof(struct lzchan_slot_hdr) &&
+			    !(ch->f.cont_any && (__lz_cont_test(ch, ch->f.tail) ||
+					       __lz_cont_test(ch, ch->f.tail + 1))))) {
+		ch->f.reserved = false;
 		__lz_fast_publish(ch, (uint32_t)len);
 		__lz_tx_notify(ch);
 		return 0;
 	}
 	/* Room for resv_len slots was checked; fewer need no new check but
 	 * the marker decision depends on where this message ends. */
-	if (__lz_tx_room(ch, ch->tail + __lz_slots_for(ch, len), &marker))
+	if (__lz_tx_room(ch, ch->f.tail + __lz_slots_for(ch, len), &marker))
 		return -EAGAIN;		/* cannot happen: len <= resv_len */
-	ch->reserved = false;
+	ch->f.reserved = false;
 	__lz_tx_publish(ch, len, marker);
 	__lz_tx_notify(ch);
 	return 0;
@@ -399,7 +412,7 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 static inline void __lz_rx_publish(struct lzchan *ch, struct __lzchan_rxlane *rl, bool force)
 {
 	if (rl->head == rl->published ||
-	    (!force && rl->head - rl->published < ch->publish_every))
+	    (!force && rl->head - rl->published < ch->f.publish_every))
 		return;
 	/* Pairs with the sender's acquire load of head in __lz_tx_room():
 	 * our reads of the released slots are done before it reuses them. */
@@ -411,16 +424,28 @@ void __lzchan_rx_publish_all(struct lzchan *ch)
 {
 	uint32_t i;
 
-	for (i = 0; i < ch->max_senders; i++)
-		__lz_rx_publish(ch, &ch->lanes[i], true);
+	for (i = 0; i < ch->f.max_senders; i++)
+		__lz_rx_publish(ch, &ch->f.lanes[i], true);
 }
 
 static void __lz_active_add(struct lzchan *ch, uint32_t i)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 
 	if (rl->state == __LZ_RL_ACTIVE)
 		return;
+	if (rl->state == __LZ_RL_DONE) {
+		/* Its sender's end was delivered.  Pairs with the release store
+		 * of the lane status (module, or a shm claimer): only a new
+		 * sender makes the lane worth polling, and its messages must
+		 * carry its generation -- else the old end would be owed again
+		 * when the new generation is noticed. */
+		uint64_t st = __lz_load_acq(&rl->info->status);
+
+		if (LZCHAN_STATUS_GEN(st) == rl->gen)
+			return;
+		rl->gen = LZCHAN_STATUS_GEN(st);
+	}
 	rl->state = __LZ_RL_ACTIVE;
 	rl->idle = 0;
 	if (rl->sleepy & 1) {
@@ -428,12 +453,12 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 		/* Relaxed: a hint for the sender; messages are found by seq. */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
 	}
-	ch->active[ch->nactive++] = i;
+	ch->f.active[ch->f.nactive++] = i;
 }
 
 static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[ch->f.active[k]];
 
 	rl->state = state;
 	if (!(rl->sleepy & 1)) {
@@ -442,9 +467,9 @@ static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 		 * rely on senders having seen it (see __lz_rx_sleep()). */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
 	}
-	ch->active[k] = ch->active[--ch->nactive];
-	if (ch->rr >= ch->nactive)
-		ch->rr = 0;
+	ch->f.active[k] = ch->f.active[--ch->f.nactive];
+	if (ch->f.rr >= ch->f.nactive)
+		ch->f.rr = 0;
 }
 
 /* Does lane @rl need polling: a message ready, or a status change? */
@@ -480,10 +505,10 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	 * no sender takes a new episode for one it already woke. */
 	/* Relaxed: only we write parked; senders read it after publishing
 	 * (see __lz_tx_notify()), and we are not parked yet. */
-	ch->parked = (__lz_load(&ch->rx->parked) + 1) & ~1U;
-	__lz_store(&ch->rx->parked, ch->parked);
-	for (i = 0; i < ch->max_senders; i++) {
-		struct __lzchan_rxlane *rl = &ch->lanes[i];
+	ch->parked = (__lz_load(&ch->f.rx->parked) + 1) & ~1U;
+	__lz_store(&ch->f.rx->parked, ch->parked);
+	for (i = 0; i < ch->f.max_senders; i++) {
+		struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 		/* Pairs with the release store of the lane status (module or
 		 * shm sender): what it says about the lane is visible. */
 		uint64_t st = __lz_load_acq(&rl->info->status);
@@ -514,9 +539,9 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 		ch->bell_seen[i] = __lz_load(&ch->bell[i]);
 	/* Senders that published before seeing "sleepy" are found here. */
 	__lzchan_heavy_barrier(ch);
-	for (i = 0; i < ch->max_senders; i++)
-		if (ch->lanes[i].state != __LZ_RL_ACTIVE &&
-		    __lz_rx_lane_pending(ch, &ch->lanes[i]))
+	for (i = 0; i < ch->f.max_senders; i++)
+		if (ch->f.lanes[i].state != __LZ_RL_ACTIVE &&
+		    __lz_rx_lane_pending(ch, &ch->f.lanes[i]))
 			__lz_active_add(ch, i);
 }
 
@@ -538,19 +563,19 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 		if (__lz_load_acq(&h->seq) != *pos + 1)
 			return 0;
 		raw = __lz_load(&h->len);	/* once: the sender may change it */
-		idx = *pos & ch->mask;
+		idx = *pos & ch->f.mask;
 		if (raw & LZCHAN_SLOT_PAD) {
 			/* A pad runs to the ring's end; at slot 0 it would
 			 * cover the whole ring, and two never follow. */
 			if (!idx || pads)
 				return -EBADMSG;
-			*pos += ch->slot_count - idx;
+			*pos += ch->f.slot_count - idx;
 			continue;
 		}
 		if (raw > ch->max_msg)
 			return -EBADMSG;
 		n = __lz_slots_for(ch, raw);
-		if (idx + n > ch->slot_count)
+		if (idx + n > ch->f.slot_count)
 			return -EBADMSG;
 		m->data = h + 1;
 		m->len = raw;
@@ -562,7 +587,7 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 /* shm: is the lane's sender dead?  (Checked on slow paths only.) */
 static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	/* Pairs with the shm sender's release store of its status. */
 	uint64_t st = __lz_load_acq(&rl->info->status);
 
@@ -581,7 +606,7 @@ static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 /* Lane @i has nothing ready at peek: report a status change if any. */
 static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	uint32_t pos = rl->peek;
 	uint64_t st;
 	int r;
@@ -626,7 +651,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 /* Poll lane @i at its peek position. */
 static int __lz_rx_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	uint32_t pos = rl->peek;
 	int r;
 
@@ -665,11 +690,11 @@ static void __lz_rx_sleep(struct lzchan *ch)
 {
 	uint32_t k, slept[64], n = 0;
 
-	for (k = 0; k < ch->nactive && n < 64 && ch->nactive > SLEEPY_MIN_ACTIVE; ) {
-		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+	for (k = 0; k < ch->f.nactive && n < 64 && ch->f.nactive > SLEEPY_MIN_ACTIVE; ) {
+		struct __lzchan_rxlane *rl = &ch->f.lanes[ch->f.active[k]];
 
 		if (rl->idle >= ch->sleepy_after && rl->peek == rl->head) {
-			slept[n++] = ch->active[k];
+			slept[n++] = ch->f.active[k];
 			__lz_active_del(ch, k, __LZ_RL_SLEEPY);
 		} else {
 			k++;
@@ -677,13 +702,13 @@ static void __lz_rx_sleep(struct lzchan *ch)
 	}
 	if (!n)
 		return;
-	__lz_rx_publish(ch, &ch->lanes[slept[0]], true);
+	__lz_rx_publish(ch, &ch->f.lanes[slept[0]], true);
 	/* Pairs with the compiler barrier in __lz_tx_notify(): a sender that
 	 * published before this point is seen below; one that publishes after
 	 * it sees "sleepy" and rings the bell. */
 	__lzchan_heavy_barrier(ch);
 	for (k = 0; k < n; k++)
-		if (__lz_rx_lane_pending(ch, &ch->lanes[slept[k]]))
+		if (__lz_rx_lane_pending(ch, &ch->f.lanes[slept[k]]))
 			__lz_active_add(ch, slept[k]);
 }
 
@@ -703,7 +728,7 @@ static void __lz_rx_bell(struct lzchan *ch)
 			uint32_t i = w * 64 + __builtin_ctzll(diff);
 
 			diff &= diff - 1;
-			if (i < ch->max_senders && ch->lanes[i].state != __LZ_RL_BROKEN)
+			if (i < ch->f.max_senders && ch->f.lanes[i].state != __LZ_RL_BROKEN)
 				__lz_active_add(ch, i);
 		}
 	}
@@ -715,11 +740,11 @@ static void __lz_rx_scan(struct lzchan *ch)
 {
 	uint32_t i;
 
-	for (i = 0; i < ch->max_senders; i++) {
+	for (i = 0; i < ch->f.max_senders; i++) {
 		if (ch->backend == LZCHAN_BACKEND_SHM)
 			__lz_rx_liveness(ch, i);
-		if (ch->lanes[i].state != __LZ_RL_ACTIVE &&
-		    __lz_rx_lane_pending(ch, &ch->lanes[i]))
+		if (ch->f.lanes[i].state != __LZ_RL_ACTIVE &&
+		    __lz_rx_lane_pending(ch, &ch->f.lanes[i]))
 			__lz_active_add(ch, i);
 	}
 }
@@ -730,23 +755,23 @@ bool __lzchan_rx_pending(struct lzchan *ch)
 
 	__lz_rx_bell(ch);
 	__lz_rx_scan(ch);
-	for (k = 0; k < ch->nactive; k++)
-		if (__lz_rx_lane_pending(ch, &ch->lanes[ch->active[k]]))
+	for (k = 0; k < ch->f.nactive; k++)
+		if (__lz_rx_lane_pending(ch, &ch->f.lanes[ch->f.active[k]]))
 			return true;
 	return false;
 }
 
 static int __lz_rx_check(struct lzchan *ch)
 {
-	if (!ch || ch->role != LZCHAN_RECEIVER)
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (__lzchan_unlikely(ch->armed)) {
+	if (__lzchan_unlikely(ch->f.armed)) {
 		uint64_t cnt;
 
 		/* Disarm: the receiver is polling again. */
-		ch->armed = false;
+		ch->f.armed = false;
 		ch->parked++;
-		__lz_store(&ch->rx->parked, ch->parked);
+		__lz_store(&ch->f.rx->parked, ch->parked);
 		if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
 			(void)0;	/* EAGAIN: nothing to drain */
 	}
@@ -766,7 +791,7 @@ static int __lz_rx_check(struct lzchan *ch)
 /* Lane @i's next one-slot message at its peek, if ready (see above). */
 static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[i];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	const struct lzchan_slot_hdr *h;
 	uint32_t pos = rl->peek, raw;
 
@@ -776,7 +801,7 @@ static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzcha
 	if (__lz_load_acq(&h->seq) != pos + 1)
 		return false;
 	raw = __lz_load(&h->len);	/* once: the sender may change it */
-	if (raw > ch->slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
+	if (raw > ch->f.slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
 		return false;
 	m->data = h + 1;
 	m->len = raw;
@@ -790,13 +815,13 @@ static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzcha
 
 static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 {
-	if (__lzchan_unlikely(!ch->fast_left || !ch->nactive))
+	if (__lzchan_unlikely(!ch->f.fast_left || !ch->f.nactive))
 		return false;
-	if (!__lz_rx_fast_lane(ch, ch->active[ch->rr], m))
+	if (!__lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m))
 		return false;
-	ch->fast_left--;
-	if (++ch->rr >= ch->nactive)
-		ch->rr = 0;
+	ch->f.fast_left--;
+	if (++ch->f.rr >= ch->f.nactive)
+		ch->f.rr = 0;
 	return true;
 }
 
@@ -820,8 +845,8 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 	if (!ch->quiet_left)
 		return false;
 	ch->quiet_left--;
-	for (k = 0; k < ch->nactive; k++) {
-		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+	for (k = 0; k < ch->f.nactive; k++) {
+		struct __lzchan_rxlane *rl = &ch->f.lanes[ch->f.active[k]];
 
 		/* Pairs with the sender's release store of seq, as in
 		 * __lz_rx_look(); the full look loads it again. */
@@ -848,8 +873,8 @@ static void __lz_rx_quiet_arm(struct lzchan *ch)
 {
 	uint32_t k;
 
-	for (k = 0; k < ch->nactive; k++) {
-		struct __lzchan_rxlane *rl = &ch->lanes[ch->active[k]];
+	for (k = 0; k < ch->f.nactive; k++) {
+		struct __lzchan_rxlane *rl = &ch->f.lanes[ch->f.active[k]];
 
 		/* Relaxed: compared against in __lz_rx_quiet() only. */
 		rl->seen_status = __lz_load(&rl->info->status);
@@ -871,34 +896,34 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	polls = 1 + ch->quiet_spent;
 	ch->quiet_spent = 0;
 	ch->quiet_left = 0;
-	ch->fast_left = FAST_BELL_EVERY;
+	ch->f.fast_left = FAST_BELL_EVERY;
 	__lz_rx_bell(ch);
-	n = ch->nactive;
-	at = ch->rr;
-	for (k = 0; k < n && ch->nactive; k++, at++) {
-		if (at >= ch->nactive)
+	n = ch->f.nactive;
+	at = ch->f.rr;
+	for (k = 0; k < n && ch->f.nactive; k++, at++) {
+		if (at >= ch->f.nactive)
 			at = 0;
 
-		i = ch->active[at];
+		i = ch->f.active[at];
 		r = __lz_rx_lane(ch, i, m);
 		if (r == -EAGAIN) {
-			ch->lanes[i].idle += polls;
+			ch->f.lanes[i].idle += polls;
 			continue;
 		}
-		ch->rr = at + 1 < ch->nactive ? at + 1 : 0;
+		ch->f.rr = at + 1 < ch->f.nactive ? at + 1 : 0;
 		if (r == -EPIPE || r == -EBADMSG) {
 			uint32_t j;
 
 			/* Ended or broken lanes are no longer polled. */
-			for (j = 0; j < ch->nactive; j++)
-				if (ch->active[j] == i && ch->lanes[i].state != __LZ_RL_ACTIVE) {
-					__lz_active_del(ch, j, ch->lanes[i].state);
+			for (j = 0; j < ch->f.nactive; j++)
+				if (ch->f.active[j] == i && ch->f.lanes[i].state != __LZ_RL_ACTIVE) {
+					__lz_active_del(ch, j, ch->f.lanes[i].state);
 					break;
 				}
 		}
 		return r;
 	}
-	if (ch->nactive > SLEEPY_MIN_ACTIVE)
+	if (ch->f.nactive > SLEEPY_MIN_ACTIVE)
 		__lz_rx_sleep(ch);
 	if (++ch->scans >= STATUS_SCAN_EVERY) {
 		ch->scans = 0;
@@ -923,11 +948,11 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 
 	if (ret)
 		return ret;
-	if (lane >= ch->max_senders)
+	if (lane >= ch->f.max_senders)
 		return -EINVAL;
 	ret = __lz_rx_lane(ch, lane, m);
 	if (ret == -EAGAIN && ch->backend == LZCHAN_BACKEND_SHM &&
-	    ++ch->lanes[lane].idle % STATUS_SCAN_EVERY == 0)
+	    ++ch->f.lanes[lane].idle % STATUS_SCAN_EVERY == 0)
 		__lz_rx_liveness(ch, lane);
 	return ret;
 }
@@ -936,9 +961,9 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl;
 
-	if (!ch || ch->role != LZCHAN_RECEIVER || !m || m->lane >= ch->max_senders)
+	if (!ch || ch->f.role != LZCHAN_RECEIVER || !m || m->lane >= ch->f.max_senders)
 		return;
-	rl = &ch->lanes[m->lane];
+	rl = &ch->f.lanes[m->lane];
 	/* Only a view of this lane's current sender, not past the peek. */
 	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)
 		return;
@@ -968,7 +993,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 			 size_t cap)
 {
-	struct __lzchan_rxlane *rl = &ch->lanes[m->lane];
+	struct __lzchan_rxlane *rl = &ch->f.lanes[m->lane];
 
 	if (m->len > cap) {
 		rl->peek = rl->head;	/* leave it in place */
@@ -992,10 +1017,10 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	struct __lzchan_rxlane *rl;
 	uint32_t i, pos, raw;
 
-	if (__lzchan_unlikely(ch->armed || !ch->fast_left || !ch->nactive))
+	if (__lzchan_unlikely(ch->f.armed || !ch->f.fast_left || !ch->f.nactive))
 		return __LZ_SLOW;
-	i = ch->active[ch->rr];
-	rl = &ch->lanes[i];
+	i = ch->f.active[ch->f.rr];
+	rl = &ch->f.lanes[i];
 	pos = rl->peek;
 	if (__lzchan_unlikely(pos != rl->head))
 		return __LZ_SLOW;
@@ -1004,14 +1029,14 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	if (__lz_load_acq(&h->seq) != pos + 1)
 		return -EAGAIN;		/* this lane: nothing yet */
 	raw = __lz_load(&h->len);	/* once: the sender may change it */
-	if (__lzchan_unlikely(raw > ch->slot_size - sizeof(*h) || raw > cap))
+	if (__lzchan_unlikely(raw > ch->f.slot_size - sizeof(*h) || raw > cap))
 		return __LZ_SLOW;
 	memcpy(buf, h + 1, raw);
-	ch->fast_left--;
+	ch->f.fast_left--;
 	rl->peek = rl->head = pos + 1;
 	rl->idle = 0;
-	if (++ch->rr >= ch->nactive)
-		ch->rr = 0;
+	if (++ch->f.rr >= ch->f.nactive)
+		ch->f.rr = 0;
 	if (lane)
 		*lane = i;
 	/* Lazy publication: our reads of the slot are done (the copy above);
@@ -1025,7 +1050,7 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	struct lzchan_msg m;
 	int ret;
 
-	if (__lzchan_likely(ch && ch->role == LZCHAN_RECEIVER)) {
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_RECEIVER)) {
 		ret = __lz_recv_fast(ch, buf, cap, lane);
 		if (ret >= 0)
 			return ret;
@@ -1053,3 +1078,16 @@ int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 		return ret;
 	return __lz_copy_out(ch, &m, buf, cap);
 }
+
+/* The out-of-line entry points behind lzchan.h's inline calls (the inline
+ * code handles one-slot messages and calls these for everything else). */
+int __lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+	__attribute__((alias("lzchan_send")));
+int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
+	__attribute__((alias("lzchan_reserve")));
+int __lzchan_commit(struct lzchan *ch, size_t len)
+	__attribute__((alias("lzchan_commit")));
+int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+	__attribute__((alias("lzchan_recv")));
+int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+	__attribute__((alias("lzchan_peek")));

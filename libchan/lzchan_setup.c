@@ -83,11 +83,11 @@ int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
 static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 			      uint32_t slot_count, uint32_t max_senders)
 {
-	ch->slot_size = slot_size;
-	ch->slot_shift = __builtin_ctz(slot_size);
-	ch->slot_count = slot_count;
-	ch->mask = slot_count - 1;
-	ch->max_senders = max_senders;
+	ch->f.slot_size = slot_size;
+	ch->f.slot_shift = __builtin_ctz(slot_size);
+	ch->f.slot_count = slot_count;
+	ch->f.mask = slot_count - 1;
+	ch->f.max_senders = max_senders;
 	/* One slot is kept free for the "not ready" marker (lzchan_ring.c). */
 	ch->max_msg = (slot_count - 1) * slot_size - sizeof(struct lzchan_slot_hdr);
 }
@@ -159,7 +159,7 @@ static void *__lzchan_map(struct lzchan *ch, uint64_t off, uint64_t len, int pro
 static int __lzchan_map_areas(struct lzchan *ch, char *base)
 {
 	const struct lzchan_layout *l = &ch->layout;
-	bool rx = ch->role == LZCHAN_RECEIVER;
+	bool rx = ch->f.role == LZCHAN_RECEIVER;
 	char *info, *rxa, *bell;
 	uint32_t i;
 
@@ -168,8 +168,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		rxa = base + l->rx_off;
 		bell = base + l->bell_off;
 	} else {
-		ch->maps = calloc(ch->max_senders + 4, sizeof(*ch->maps));
-		ch->map_lens = calloc(ch->max_senders + 4, sizeof(*ch->map_lens));
+		ch->maps = calloc(ch->f.max_senders + 4, sizeof(*ch->maps));
+		ch->map_lens = calloc(ch->f.max_senders + 4, sizeof(*ch->map_lens));
 		if (!ch->maps || !ch->map_lens)
 			return -ENOMEM;
 		info = __lzchan_map(ch, l->info_off, l->info_size, PROT_READ);
@@ -180,31 +180,31 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		if (!info || !rxa || !bell)
 			return -errno;
 	}
-	ch->hdr = (struct lzchan_shm_hdr *)info;
+	ch->f.hdr = (struct lzchan_shm_hdr *)info;
 	ch->lane_info = (struct lzchan_shm_lane *)(info + l->info_lanes);
-	ch->rx = (struct lzchan_shm_rx *)rxa;
+	ch->f.rx = (struct lzchan_shm_rx *)rxa;
 	ch->rx_lanes = rxa + l->rx_lanes;
 	ch->bell = (uint64_t *)bell;
 	ch->wake_word = (uint32_t *)(bell + l->bell_size - LZCHAN_BELL_WAKE_BACK);
-	ch->bell_words = (ch->max_senders + 63) / 64;
+	ch->bell_words = (ch->f.max_senders + 63) / 64;
 
 	if (rx) {
-		ch->lanes = calloc(ch->max_senders, sizeof(*ch->lanes));
-		ch->active = calloc(ch->max_senders, sizeof(*ch->active));
+		ch->f.lanes = calloc(ch->f.max_senders, sizeof(*ch->f.lanes));
+		ch->f.active = calloc(ch->f.max_senders, sizeof(*ch->f.active));
 		ch->bell_seen = calloc(ch->bell_words, sizeof(*ch->bell_seen));
-		if (!ch->lanes || !ch->active || !ch->bell_seen)
+		if (!ch->f.lanes || !ch->f.active || !ch->bell_seen)
 			return -ENOMEM;
-		for (i = 0; i < ch->max_senders; i++) {
+		for (i = 0; i < ch->f.max_senders; i++) {
 			char *lane = base ? base + l->lanes_off + i * l->lane_stride :
 				     __lzchan_map(ch, l->lanes_off + i * l->lane_stride,
 						  l->lane_size, PROT_READ);
 
 			if (!lane)
 				return -errno;
-			ch->lanes[i].slots = lane + l->lane_slots;
-			ch->lanes[i].rxl = (struct lzchan_shm_rx_lane *)
+			ch->f.lanes[i].slots = lane + l->lane_slots;
+			ch->f.lanes[i].rxl = (struct lzchan_shm_rx_lane *)
 				(ch->rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE);
-			ch->lanes[i].info = &ch->lane_info[i];
+			ch->f.lanes[i].info = &ch->lane_info[i];
 		}
 	} else if (!base) {
 		/* dev: the module chose our lane at OPEN.  (shm: the lane is
@@ -214,11 +214,11 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 
 		if (!lane)
 			return -errno;
-		ch->tx = (struct lzchan_shm_tx *)lane;
-		ch->slots = lane + l->lane_slots;
-		ch->my_rxl = (struct lzchan_shm_rx_lane *)
+		ch->f.tx = (struct lzchan_shm_tx *)lane;
+		ch->f.slots = lane + l->lane_slots;
+		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)
 			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
-		ch->cont = calloc((ch->slot_count + 7) / 8, 1);
+		ch->cont = calloc((ch->f.slot_count + 7) / 8, 1);
 		if (!ch->cont)
 			return -ENOMEM;
 	}
@@ -252,7 +252,7 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 			return -errno;
 	}
 	memcpy(op.name, name, strlen(name) + 1);
-	op.flags = ch->role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER : LZCHAN_OPEN_SENDER;
+	op.flags = ch->f.role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER : LZCHAN_OPEN_SENDER;
 	if (ioctl(ch->fd, LZCHAN_IOC_OPEN, &op) < 0)
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
@@ -269,7 +269,7 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 	if (ret)
 		return ret;
 
-	if (ch->role == LZCHAN_RECEIVER) {
+	if (ch->f.role == LZCHAN_RECEIVER) {
 		struct lzchan_set_eventfd e = { .size = sizeof(e) };
 
 		ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -508,20 +508,20 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 {
 	uint32_t i;
 
-	if (ch->role == LZCHAN_RECEIVER) {
+	if (ch->f.role == LZCHAN_RECEIVER) {
 		uint64_t st;
 
 		if (__lzchan_lock(ch->fd, LOCK_BASE))
 			return -EBUSY;
 		/* Relaxed: we hold the receiver lock, no one else writes it. */
-		st = __lz_load(&ch->hdr->rx_status);
+		st = __lz_load(&ch->f.hdr->rx_status);
 		/* Pairs with the senders' acquire loads of rx_status. */
-		__lz_store_rel(&ch->hdr->rx_status,
+		__lz_store_rel(&ch->f.hdr->rx_status,
 			       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st) + 1, LZCHAN_RX_ATTACHED));
 		return 0;
 	}
 
-	for (i = 0; i < ch->max_senders; i++) {
+	for (i = 0; i < ch->f.max_senders; i++) {
 		__u64 *status = &ch->lane_info[i].status;
 		uint64_t st;
 		uint32_t gen;
@@ -545,7 +545,7 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 			/* Nothing of the old sender may pass for ours. */
 			__lzchan_scrub_lane((char *)ch->map_base + sysconf(_SC_PAGESIZE) +
 					    ch->layout.lanes_off + i * ch->layout.lane_stride +
-					    ch->layout.lane_slots, ch->slot_count, ch->slot_size);
+					    ch->layout.lane_slots, ch->f.slot_count, ch->f.slot_size);
 		} else if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_FREE) {
 			__lzchan_unlock(ch->fd, LOCK_BASE + 1 + i);
 			continue;
@@ -584,13 +584,13 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 	ret = __lzchan_shm_claim(ch);
 	if (ret)
 		return ret;
-	if (ch->role == LZCHAN_SENDER) {
+	if (ch->f.role == LZCHAN_SENDER) {
 		char *lane = (char *)ch->map_base + sysconf(_SC_PAGESIZE) +
 			     ch->layout.lanes_off + ch->lane * ch->layout.lane_stride;
 
-		ch->tx = (struct lzchan_shm_tx *)lane;
-		ch->slots = lane + ch->layout.lane_slots;
-		ch->my_rxl = (struct lzchan_shm_rx_lane *)
+		ch->f.tx = (struct lzchan_shm_tx *)lane;
+		ch->f.slots = lane + ch->layout.lane_slots;
+		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)
 			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
 	}
 	return 0;
@@ -621,7 +621,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
-	ch->role = role;
+	ch->f.role = role;
 	ch->fd = -1;
 	ch->evfd = -1;
 	ch->lane = LZCHAN_LANE_NONE;
@@ -640,15 +640,15 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	if (ret)
 		goto fail;
 
-	ch->publish_every = o.publish_every && o.publish_every <= ch->slot_count ?
-			    o.publish_every : (ch->slot_count / 4 ? ch->slot_count / 4 : 1);
+	ch->f.publish_every = o.publish_every && o.publish_every <= ch->f.slot_count ?
+			    o.publish_every : (ch->f.slot_count / 4 ? ch->f.slot_count / 4 : 1);
 	if (role == LZCHAN_RECEIVER) {
 		ch->have_membarrier = __lzchan_query_barrier();
 		__lzchan_rx_init_lanes(ch);
 	} else {
-		ch->fence_each_send = !__lzchan_register_sender_barrier();
+		ch->f.fence_each_send = !__lzchan_register_sender_barrier();
 		if (!ch->cont)
-			ch->cont = calloc((ch->slot_count + 7) / 8, 1);
+			ch->cont = calloc((ch->f.slot_count + 7) / 8, 1);
 		if (!ch->cont) {
 			ret = -ENOMEM;
 			goto fail;
@@ -668,16 +668,16 @@ void lzchan_close(struct lzchan *ch)
 
 	if (!ch)
 		return;
-	if (ch->backend == LZCHAN_BACKEND_SHM && ch->hdr) {
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr) {
 		/* The module does this for the dev backend when our file goes. */
-		if (ch->role == LZCHAN_RECEIVER && ch->lanes) {
-			uint64_t st = __lz_load(&ch->hdr->rx_status);
+		if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
+			uint64_t st = __lz_load(&ch->f.hdr->rx_status);
 
 			__lzchan_rx_publish_all(ch);
 			/* Pairs with the senders' acquire loads of rx_status. */
-			__lz_store_rel(&ch->hdr->rx_status,
+			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
-		} else if (ch->role == LZCHAN_SENDER && ch->tx &&
+		} else if (ch->f.role == LZCHAN_SENDER && ch->f.tx &&
 			   ch->lane != LZCHAN_LANE_NONE) {
 			__u64 *status = &ch->lane_info[ch->lane].status;
 			uint64_t st = __lz_load(status);
@@ -687,7 +687,7 @@ void lzchan_close(struct lzchan *ch)
 			__lz_store_rel(status, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st),
 							     LZCHAN_LANE_CLOSED));
 		}
-	} else if (ch->role == LZCHAN_RECEIVER && ch->lanes) {
+	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);
 	}
 	for (i = 0; i < ch->nmaps; i++)
@@ -700,8 +700,8 @@ void lzchan_close(struct lzchan *ch)
 		close(ch->fd);		/* drops the module binding / our locks */
 	free(ch->maps);
 	free(ch->map_lens);
-	free(ch->lanes);
-	free(ch->active);
+	free(ch->f.lanes);
+	free(ch->f.active);
 	free(ch->bell_seen);
 	free(ch->cont);
 	free(ch);
@@ -782,11 +782,11 @@ int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)
 	if (!ch || !g)
 		return -EINVAL;
 	memset(g, 0, sizeof(*g));
-	g->slot_size = ch->slot_size;
-	g->slot_count = ch->slot_count;
-	g->max_senders = ch->max_senders;
+	g->slot_size = ch->f.slot_size;
+	g->slot_count = ch->f.slot_count;
+	g->max_senders = ch->f.max_senders;
 	g->max_msg = ch->max_msg;
-	g->lane = ch->role == LZCHAN_SENDER ? ch->lane : LZCHAN_LANE_NONE;
+	g->lane = ch->f.role == LZCHAN_SENDER ? ch->lane : LZCHAN_LANE_NONE;
 	g->backend = ch->backend;
 	g->numa_node = ch->numa_node;
 	return 0;

@@ -88,7 +88,7 @@ int __lzchan_heavy_barrier(struct lzchan *ch)
 
 void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 {
-	ch->woken_parked = parked;
+	ch->f.woken_parked = parked;
 	if (ch->backend == LZCHAN_BACKEND_DEV) {
 		/* 1 signalled, 0 no eventfd, EPIPE receiver gone: the next
 		 * send reports the last. */
@@ -110,7 +110,7 @@ static void __lz_set_parked(struct lzchan *ch, bool parked)
 	ch->parked++;
 	/* Relaxed: when parking, __lzchan_heavy_barrier() follows; when
 	 * unparking, a late wake is harmless. */
-	__lz_store(&ch->rx->parked, ch->parked);
+	__lz_store(&ch->f.rx->parked, ch->parked);
 }
 
 /* Announce parked and make sure nothing is pending; -EAGAIN if something
@@ -227,7 +227,7 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 
 int lzchan_event_fd(struct lzchan *ch)
 {
-	if (!ch || ch->role != LZCHAN_RECEIVER)
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend != LZCHAN_BACKEND_DEV)
 		return -EOPNOTSUPP;
@@ -238,11 +238,11 @@ int lzchan_arm(struct lzchan *ch)
 {
 	int r;
 
-	if (!ch || ch->role != LZCHAN_RECEIVER)
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend != LZCHAN_BACKEND_DEV)
 		return -EOPNOTSUPP;
-	if (ch->armed)
+	if (ch->f.armed)
 		return 0;
 	r = __lz_prepare_park(ch);
 	if (r < 0)
@@ -253,6 +253,6 @@ int lzchan_arm(struct lzchan *ch)
 		__lz_set_parked(ch, false);
 		return -ENOSYS;
 	}
-	ch->armed = true;
+	ch->f.armed = true;
 	return 0;
 }

@@ -390,6 +390,7 @@ TEST(directed_and_any)
 
 TEST(end_of_stream_and_lane_reuse)
 {
+	struct lzchan_msg m;
 	struct lzchan *tx2;
 	char buf[16];
 	uint32_t lane = 9;
@@ -409,13 +410,21 @@ TEST(end_of_stream_and_lane_reuse)
 	EXPECT_EQ(0, lane);
 	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
 
-	/* The drained lane takes a new sender. */
+	/* The drained lane takes a new sender; its messages are its own (a
+	 * view of one can be released), and its end comes exactly once --
+	 * the first sender's end is not owed again. */
 	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
 	ASSERT_EQ(0, lzchan_send(tx2, "new", 3));
+	ASSERT_EQ(0, lzchan_send(tx2, "two", 3));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &m));
+	ASSERT_EQ(3, m.len);
+	EXPECT_EQ(0, memcmp(m.data, "new", 3));
+	lzchan_release(p.rx, &m);
 	ASSERT_EQ(3, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
-	EXPECT_EQ(0, memcmp(buf, "new", 3));
+	EXPECT_EQ(0, memcmp(buf, "two", 3));
 	lzchan_close(tx2);
 	EXPECT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
 	pair_close(&p);
 }
 
