@@ -199,10 +199,50 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	/* receiver */
 	uint32_t fast_left;		/* fast receives before a bell check */
-	uint32_t nactive, rr, __pad;
+	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
 	uint32_t *active;		/* lanes polled by receive-any */
 	struct __lzchan_rxlane *lanes;
 };
+
+/* After a message from lane rr: stay for a burst of LZCHAN_FAST_BURST
+ * (sequential lines, no scanning), then give the next lane its turn. */
+#define LZCHAN_FAST_BURST	16
+static inline void __lzchan_fast_turn(struct __lzchan_fast *f)
+{
+	if (++f->burst >= LZCHAN_FAST_BURST) {
+		f->burst = 0;
+		if (++f->rr >= f->nactive)
+			f->rr = 0;
+	}
+}
+
+/* Copy a small message (n <= LZCHAN_INLINE_MAX) without a call: two
+ * overlapping moves of a fixed size, reading and writing only [0, n). */
+#define LZCHAN_INLINE_MAX	64
+static inline void __lzchan_copy(void *dst, const void *src, size_t n)
+{
+	char *d = (char *)dst;
+	const char *s = (const char *)src;
+
+	if (n >= 32) {
+		__builtin_memcpy(d, s, 32);
+		__builtin_memcpy(d + n - 32, s + n - 32, 32);
+	} else if (n >= 16) {
+		__builtin_memcpy(d, s, 16);
+		__builtin_memcpy(d + n - 16, s + n - 16, 16);
+	} else if (n >= 8) {
+		__builtin_memcpy(d, s, 8);
+		__builtin_memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4) {
+		__builtin_memcpy(d, s, 4);
+		__builtin_memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n - 1] = s[n - 1];
+		if (n == 3)
+			d[1] = s[1];
+	}
+}
 
 /* The library's entry points behind the inline functions (LZCHAN_0.2). */
 int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
@@ -373,6 +413,7 @@ static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast 
 static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 {
 	return __lzchan_likely(len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
+			       len <= LZCHAN_INLINE_MAX &&
 			       !f->reserved && !f->cont_any &&
 			       (uint32_t)(f->tail + 1 - f->cached_head) <= f->slot_count) &&
 	       /* Pairs with the release store of rx_status (module/receiver). */
@@ -414,8 +455,7 @@ static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
 	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER) && __lzchan_fast_room(f, len)) {
-		if (len)
-			__builtin_memcpy(__lzchan_fslot(f, f->slots, f->tail) + 1, buf, len);
+		__lzchan_copy(__lzchan_fslot(f, f->slots, f->tail) + 1, buf, len);
 		__lzchan_fast_publish(ch, f, (uint32_t)len);
 		return 0;
 	}
@@ -487,13 +527,12 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 		const struct lzchan_slot_hdr *h;
 
 		if (__lzchan_likely(rl->peek == rl->head) && (h = __lzchan_fast_look(f, rl, &len)) &&
-		    __lzchan_likely(len <= cap)) {
-			__builtin_memcpy(buf, h + 1, len);
+		    __lzchan_likely(len <= cap && len <= LZCHAN_INLINE_MAX)) {
+			__lzchan_copy(buf, h + 1, len);
 			f->fast_left--;
 			rl->peek = rl->head = rl->peek + 1;
 			rl->idle = 0;
-			if (++f->rr >= f->nactive)
-				f->rr = 0;
+			__lzchan_fast_turn(f);
 			if (lane)
 				*lane = i;
 			__lzchan_fast_publish_head(f, rl);
@@ -522,8 +561,7 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 			m->__gen = rl->gen;
 			rl->peek++;
 			rl->idle = 0;
-			if (++f->rr >= f->nactive)
-				f->rr = 0;
+			__lzchan_fast_turn(f);
 			return 0;
 		}
 	}

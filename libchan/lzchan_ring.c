@@ -98,11 +98,11 @@ static int __lz_tx_full(struct lzchan *ch)
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
 		return -EPIPE;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
-	 * its lock tells the truth.  Looked at on the first full send of a
-	 * streak and every FULL_LIVENESS_EVERY after. */
+	 * its lock tells the truth.  Looked at every FULL_LIVENESS_EVERY full
+	 * sends in a row (a ring that is full only briefly costs nothing). */
 	if (ch->backend == LZCHAN_BACKEND_SHM &&
 	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
-	    ch->full_streak++ % FULL_LIVENESS_EVERY == 0 &&
+	    ++ch->full_streak % FULL_LIVENESS_EVERY == 0 &&
 	    __lzchan_shm_rx_alive(ch) == 0)
 		return -EPIPE;
 	return -EAGAIN;
@@ -820,8 +820,7 @@ static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 	if (!__lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m))
 		return false;
 	ch->f.fast_left--;
-	if (++ch->f.rr >= ch->f.nactive)
-		ch->f.rr = 0;
+	__lzchan_fast_turn(&ch->f);
 	return true;
 }
 
@@ -890,6 +889,14 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 
 	if (__lz_rx_fast(ch, m))
 		return 0;
+	/* The other busy lanes, before the general look. */
+	for (k = 1; ch->f.fast_left && k < ch->f.nactive; k++) {
+		if (++ch->f.rr >= ch->f.nactive)
+			ch->f.rr = 0;
+		ch->f.burst = 0;
+		if (__lz_rx_fast(ch, m))
+			return 0;
+	}
 	if (__lz_rx_quiet(ch))
 		return -EAGAIN;
 	/* Empty polls this look stands for (lanes sleep after so many). */
@@ -911,6 +918,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 			continue;
 		}
 		ch->f.rr = at + 1 < ch->f.nactive ? at + 1 : 0;
+		ch->f.burst = 0;
 		if (r == -EPIPE || r == -EBADMSG) {
 			uint32_t j;
 
@@ -1035,8 +1043,7 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	ch->f.fast_left--;
 	rl->peek = rl->head = pos + 1;
 	rl->idle = 0;
-	if (++ch->f.rr >= ch->f.nactive)
-		ch->f.rr = 0;
+	__lzchan_fast_turn(&ch->f);
 	if (lane)
 		*lane = i;
 	/* Lazy publication: our reads of the slot are done (the copy above);
@@ -1051,11 +1058,21 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	int ret;
 
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_RECEIVER)) {
+		uint32_t k, n = ch->f.nactive;
+
+		/* The lane whose turn it is, then the other busy lanes: a
+		 * ready one-slot message on any of them is taken here. */
 		ret = __lz_recv_fast(ch, buf, cap, lane);
+		for (k = 1; ret == -EAGAIN && k < n; k++) {
+			if (++ch->f.rr >= n)
+				ch->f.rr = 0;
+			ch->f.burst = 0;
+			ret = __lz_recv_fast(ch, buf, cap, lane);
+		}
 		if (ret >= 0)
 			return ret;
-		/* Nothing on this lane, and nothing moved anywhere since the
-		 * last full look: empty, without the general path. */
+		/* Nothing on any busy lane, and nothing moved anywhere since
+		 * the last full look: empty, without the general path. */
 		if (ret == -EAGAIN && __lz_rx_quiet(ch))
 			return -EAGAIN;
 	}
