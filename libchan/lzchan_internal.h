@@ -68,6 +68,7 @@ struct lzchan {
 	uint32_t spin_ns;
 	int evfd;			/* dev: eventfd the kernel signals */
 	uint64_t last_liveness_ns;	/* shm: last check of senders' locks */
+	uint32_t liveness_next;		/* shm: lane whose lock is looked at next */
 	uint32_t sleepy_after;		/* empty polls before a lane sleeps */
 	uint32_t scans;			/* empty receive-anys since a scan */
 };

@@ -585,7 +585,7 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 }
 
 /* shm: is the lane's sender dead?  (Checked on slow paths only.) */
-static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
+static bool __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	/* Pairs with the shm sender's release store of its status. */
@@ -593,7 +593,7 @@ static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 
 	if (ch->backend != LZCHAN_BACKEND_SHM ||
 	    LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED)
-		return;
+		return false;
 	if (__lzchan_shm_lane_alive(ch, i) == 0) {
 		/* Its lock is free: mark the lane closed, as the module would.
 		 * Pairs with the CAS in __lzchan_shm_claim(). */
@@ -601,6 +601,7 @@ static void __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 			&st, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
 			false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
+	return true;		/* a system call was made */
 }
 
 /* Lane @i has nothing ready at peek: report a status change if any. */
@@ -734,15 +735,37 @@ static void __lz_rx_bell(struct lzchan *ch)
 	}
 }
 
+/* shm: the owners' locks are looked at (a system call per attached lane)
+ * at most this often, however often the lanes are scanned, and at most
+ * LIVENESS_LANES of them each time, round robin: a receiver with a
+ * thousand senders spends no more on it than one with a few. */
+#define LIVENESS_EVERY_NS	10000000ULL
+#define LIVENESS_LANES		32
+
 /* Slow path: look at every lane not being polled (new senders that have
  * not sent, departures of quiet senders).  shm: also the owners' locks. */
 static void __lz_rx_scan(struct lzchan *ch)
 {
-	uint32_t i;
+	uint32_t i, looked = 0;
+	bool locks = false;
 
+	if (ch->backend == LZCHAN_BACKEND_SHM) {
+		uint64_t now = __lzchan_now_ns();
+
+		if (now - ch->last_liveness_ns >= LIVENESS_EVERY_NS) {
+			ch->last_liveness_ns = now;
+			locks = true;
+		}
+	}
+	for (i = 0; locks && i < ch->f.max_senders; i++) {
+		uint32_t lane = ch->liveness_next++;
+
+		if (ch->liveness_next >= ch->f.max_senders)
+			ch->liveness_next = 0;
+		if (__lz_rx_liveness(ch, lane) && ++looked >= LIVENESS_LANES)
+			break;
+	}
 	for (i = 0; i < ch->f.max_senders; i++) {
-		if (ch->backend == LZCHAN_BACKEND_SHM)
-			__lz_rx_liveness(ch, i);
 		if (ch->f.lanes[i].state != __LZ_RL_ACTIVE &&
 		    __lz_rx_lane_pending(ch, &ch->f.lanes[i]))
 			__lz_active_add(ch, i);

@@ -377,6 +377,21 @@ void lzb_barrier_wait(struct lzb_barrier *b)
 	}
 }
 
+void lzb_barrier_wait_idle(struct lzb_barrier *b)
+{
+	/* Pairs with the release store of round by the last arrival. */
+	uint32_t round = __atomic_load_n(&b->round, __ATOMIC_ACQUIRE);
+
+	if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == b->n) {
+		__atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->round, round + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	/* Pairs with the release store of round above. */
+	while (__atomic_load_n(&b->round, __ATOMIC_ACQUIRE) == round)
+		lzb_sleep_ns(1000000);
+}
+
 struct lzb_thread_arg {
 	int (*fn)(int, void *);
 	void *arg;

@@ -159,6 +159,9 @@ struct lzb_barrier {
 };
 void lzb_barrier_init(struct lzb_barrier *b, uint32_t n);	/* in shared memory */
 void lzb_barrier_wait(struct lzb_barrier *b);
+/* The same for a worker that is not measured: sleeps instead of spinning,
+ * so it takes no CPU from the ones that are. */
+void lzb_barrier_wait_idle(struct lzb_barrier *b);
 
 /*
  * Run fn(i, arg) for i in [0, n): as threads (procs false) or forked
