@@ -86,6 +86,25 @@ bool lzb_parse_size(const char *s, uint64_t *out)
 	return true;
 }
 
+int lzb_parse_sizes(const char *s, uint32_t *out, int max, uint64_t limit)
+{
+	char *dup = strdup(s), *tok, *save = NULL;
+	int n = 0;
+	uint64_t v;
+
+	if (!dup)
+		lzb_die("out of memory");
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n >= max || !lzb_parse_size(tok, &v) || v > limit) {
+			free(dup);
+			return -1;
+		}
+		out[n++] = (uint32_t)v;
+	}
+	free(dup);
+	return n ? n : -1;
+}
+
 int lzb_parse_list(const char *s, int *out, int max)
 {
 	int n = 0;

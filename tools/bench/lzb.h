@@ -67,6 +67,9 @@ lzb_usage_error(const char *cmd, const char *fmt, ...);
 void __attribute__((noreturn, format(printf, 1, 2))) lzb_die(const char *fmt, ...);
 /* Parse a count with an optional k/m/g (x1000) or K/M/G/KiB/MiB (x1024). */
 bool lzb_parse_size(const char *s, uint64_t *out);
+/* Parse "0,64,4K" (sizes as lzb_parse_size, each <= limit): fills up to
+ * max entries, returns the count or -1. */
+int lzb_parse_sizes(const char *s, uint32_t *out, int max, uint64_t limit);
 /* Parse "0-3,8": fills up to max entries, returns the count or -1. */
 int lzb_parse_list(const char *s, int *out, int max);
 

@@ -392,26 +392,6 @@ static void alt_help(FILE *to)
 		"%s", LZB_COMMON_HELP);
 }
 
-static int alt_parse_sizes(const char *arg, uint32_t *sizes)
-{
-	char *s = strdup(arg), *tok, *save = NULL;
-	int n = 0;
-
-	if (!s)
-		lzb_die("out of memory");
-	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t v;
-
-		if (n == ALT_MAX_SIZES || !lzb_parse_size(tok, &v) || v > ALT_MAX_SIZE) {
-			free(s);
-			return -1;
-		}
-		sizes[n++] = (uint32_t)v;
-	}
-	free(s);
-	return n ? n : -1;
-}
-
 int lzb_cmd_alt(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -437,7 +417,7 @@ int lzb_cmd_alt(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 's':
-			nsizes = alt_parse_sizes(optarg, sizes);
+			nsizes = lzb_parse_sizes(optarg, sizes, ALT_MAX_SIZES, ALT_MAX_SIZE);
 			if (nsizes < 0)
 				lzb_usage_error("alt", "--sizes wants up to %d sizes like 0,64,4K (each at most 1M), not '%s'",
 						ALT_MAX_SIZES, optarg);

@@ -263,25 +263,6 @@ static void lat_help(FILE *to)
 		LZB_COMMON_HELP);
 }
 
-static int lat_parse_sizes(const char *s, uint32_t *out, int max)
-{
-	char *dup = strdup(s), *tok, *save = NULL;
-	int n = 0;
-	uint64_t v;
-
-	if (!dup)
-		lzb_die("out of memory");
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n >= max || !lzb_parse_size(tok, &v) || v > (1U << 24)) {
-			free(dup);
-			return -1;
-		}
-		out[n++] = (uint32_t)v;
-	}
-	free(dup);
-	return n ? n : -1;
-}
-
 int lzb_cmd_lat(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -306,7 +287,7 @@ int lzb_cmd_lat(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 's':
-			nsizes = lat_parse_sizes(optarg, sizes, 32);
+			nsizes = lzb_parse_sizes(optarg, sizes, 32, 1U << 24);
 			if (nsizes < 0)
 				lzb_usage_error("lat", "--sizes wants sizes up to 16M like 0,64,4K, not '%s'", optarg);
 			break;
