@@ -82,6 +82,23 @@ refs() {
 }
 check "every lzchan_*(3) reference resolves" refs
 
+# --- the public header: inline fast path off, and as C++ ---------------
+hdr_noinline() {
+	cc -DLZCHAN_NO_INLINE -D_GNU_SOURCE -std=gnu11 -Wall -Wextra -Werror \
+		-I"$top/libchan" -I"$top/kmod/uapi" -o "$tmp/fanin-noinline" \
+		"$top/examples/lzchan_fanin.c" "$top/libchan/liblzchan.a"
+}
+check "the examples build with LZCHAN_NO_INLINE (the library for every call)" hdr_noinline
+hdr_cxx() {
+	printf '#include <lzchan.h>\nint main(){char b[8]={0}; struct lzchan *c=0;\n  return lzchan_send(c,b,8)+lzchan_recv(c,b,8,0);}\n' > "$tmp/hdr.cc"
+	g++ -Wall -Wextra -Werror -I"$top/libchan" -I"$top/kmod/uapi" -c -o "$tmp/hdr.o" "$tmp/hdr.cc"
+}
+if command -v g++ >/dev/null; then
+	check "lzchan.h (with its inline fast path) compiles as C++ warning-free" hdr_cxx
+else
+	skip "lzchan.h compiles as C++ (no g++ here)"
+fi
+
 # --- examples ---------------------------------------------------------
 cp examples/Makefile examples/*.c "$tmp/"
 if make -s -C "$tmp" TOP="$top" >"$tmp/build.log" 2>&1; then
