@@ -250,6 +250,7 @@ int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int __lzchan_commit(struct lzchan *ch, size_t len);
 int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
+void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
 void __lzchan_tx_wake(struct lzchan *ch);
 
 /*
@@ -573,8 +574,13 @@ static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 	struct __lzchan_rxlane *rl;
 
-	if (!ch || f->role != LZCHAN_RECEIVER || !m || m->lane >= f->max_senders)
+	/* Anything odd goes to the library (which also makes every program
+	 * using this header need LZCHAN_0.2, the layout it was built for). */
+	if (__lzchan_unlikely(!ch || f->role != LZCHAN_RECEIVER || !m ||
+			      m->lane >= f->max_senders)) {
+		__lzchan_release(ch, m);
 		return;
+	}
 	rl = &f->lanes[m->lane];
 	/* Only a view of this lane's current sender, not past the peek. */
 	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)

@@ -649,8 +649,8 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	return -EPIPE;
 }
 
-/* Poll lane @i at its peek position. */
-static int __lz_rx_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+/* Poll lane @i at its peek position (see __lz_rx_lane()). */
+static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	uint32_t pos = rl->peek;
@@ -686,6 +686,29 @@ static int __lz_rx_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	return 0;
 }
 
+/* Lane @i ended or broke: it is no longer polled -- by the general path
+ * or by any fast path, which serve only active lanes. */
+static void __lz_active_drop(struct lzchan *ch, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = 0; j < ch->f.nactive; j++)
+		if (ch->f.active[j] == i) {
+			__lz_active_del(ch, j, ch->f.lanes[i].state);
+			return;
+		}
+}
+
+/* Poll lane @i at its peek position. */
+static int __lz_rx_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+{
+	int r = __lz_rx_lane_look(ch, i, m);
+
+	if ((r == -EPIPE || r == -EBADMSG) && ch->f.lanes[i].state != __LZ_RL_ACTIVE)
+		__lz_active_drop(ch, i);
+	return r;
+}
+
 /* Stop polling quiet lanes; rescue any that got a message meanwhile. */
 static void __lz_rx_sleep(struct lzchan *ch)
 {
@@ -719,8 +742,11 @@ static void __lz_rx_bell(struct lzchan *ch)
 	uint32_t w;
 
 	for (w = 0; w < ch->bell_words; w++) {
-		/* Relaxed: a hint; the message is found by its seq. */
-		uint64_t b = __lz_load(&ch->bell[w]), diff = b ^ ch->bell_seen[w];
+		/* Pairs with the sender's fetch_xor in __lz_tx_ring_wake():
+		 * acquire, so that the lane status a woken lane is checked
+		 * against in __lz_active_add() is no older than the ring (a
+		 * DONE lane with a new sender must see the new generation). */
+		uint64_t b = __lz_load_acq(&ch->bell[w]), diff = b ^ ch->bell_seen[w];
 
 		if (__lzchan_likely(!diff))
 			continue;
@@ -812,7 +838,10 @@ static int __lz_rx_check(struct lzchan *ch)
  * way, which looks again.
  */
 /* Lane @i's next one-slot message at its peek, if ready (see above). */
-static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+/* 1: lane @i's one-slot message taken; 0: nothing ready there; -1: the
+ * lane holds something else (longer message, pad, garbage): the general
+ * path must look, before other lanes are served. */
+static inline int __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	const struct lzchan_slot_hdr *h;
@@ -822,10 +851,10 @@ static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzcha
 	/* Pairs with the sender's release store of seq (__lz_fast_publish(),
 	 * __lz_tx_publish()). */
 	if (__lz_load_acq(&h->seq) != pos + 1)
-		return false;
+		return 0;
 	raw = __lz_load(&h->len);	/* once: the sender may change it */
 	if (raw > ch->f.slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
-		return false;
+		return -1;
 	m->data = h + 1;
 	m->len = raw;
 	m->lane = i;
@@ -833,18 +862,22 @@ static inline bool __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzcha
 	m->__gen = rl->gen;
 	rl->peek = pos + 1;
 	rl->idle = 0;
-	return true;
+	return 1;
 }
 
-static inline bool __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
+/* As __lz_rx_fast_lane() for the lane whose turn it is. */
+static inline int __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 {
+	int r;
+
 	if (__lzchan_unlikely(!ch->f.fast_left || !ch->f.nactive))
-		return false;
-	if (!__lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m))
-		return false;
-	ch->f.fast_left--;
-	__lzchan_fast_turn(&ch->f);
-	return true;
+		return -1;
+	r = __lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m);
+	if (r > 0) {
+		ch->f.fast_left--;
+		__lzchan_fast_turn(&ch->f);
+	}
+	return r;
 }
 
 /* Quick empty verdicts between two full looks (status changes of idle
@@ -910,17 +943,22 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	uint32_t k, n, i, at, polls;
 	int r;
 
-	if (__lz_rx_fast(ch, m))
+	r = __lz_rx_fast(ch, m);
+	if (r > 0)
 		return 0;
-	/* The other busy lanes, before the general look. */
-	for (k = 1; ch->f.fast_left && k < ch->f.nactive; k++) {
+	/* Nothing on that lane: the other busy lanes, before the general
+	 * look.  A lane holding more than a one-slot message stops the
+	 * round here, so the general look (which starts at rr) serves it in
+	 * its turn. */
+	for (k = 1; !r && k < ch->f.nactive; k++) {
 		if (++ch->f.rr >= ch->f.nactive)
 			ch->f.rr = 0;
 		ch->f.burst = 0;
-		if (__lz_rx_fast(ch, m))
+		r = __lz_rx_fast(ch, m);
+		if (r > 0)
 			return 0;
 	}
-	if (__lz_rx_quiet(ch))
+	if (!r && __lz_rx_quiet(ch))
 		return -EAGAIN;
 	/* Empty polls this look stands for (lanes sleep after so many). */
 	polls = 1 + ch->quiet_spent;
@@ -942,21 +980,13 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		}
 		ch->f.rr = at + 1 < ch->f.nactive ? at + 1 : 0;
 		ch->f.burst = 0;
-		if (r == -EPIPE || r == -EBADMSG) {
-			uint32_t j;
-
-			/* Ended or broken lanes are no longer polled. */
-			for (j = 0; j < ch->f.nactive; j++)
-				if (ch->f.active[j] == i && ch->f.lanes[i].state != __LZ_RL_ACTIVE) {
-					__lz_active_del(ch, j, ch->f.lanes[i].state);
-					break;
-				}
-		}
 		return r;
 	}
 	if (ch->f.nactive > SLEEPY_MIN_ACTIVE)
 		__lz_rx_sleep(ch);
-	if (++ch->scans >= STATUS_SCAN_EVERY) {
+	/* Every STATUS_SCAN_EVERY empty polls, quick verdicts included. */
+	ch->scans += polls;
+	if (ch->scans >= STATUS_SCAN_EVERY) {
 		ch->scans = 0;
 		__lz_rx_scan(ch);
 	}
@@ -1013,7 +1043,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 	if (ret)
 		return ret;
 	for (k = 1; k < n; k++)
-		if (!__lz_rx_fast_lane(ch, m[0].lane, &m[k]) &&
+		if (__lz_rx_fast_lane(ch, m[0].lane, &m[k]) <= 0 &&
 		    __lz_rx_lane(ch, m[0].lane, &m[k]))
 			break;
 	/* A status verdict after the first message is simply not reported
@@ -1131,3 +1161,5 @@ int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	__attribute__((alias("lzchan_recv")));
 int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	__attribute__((alias("lzchan_peek")));
+void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
+	__attribute__((alias("lzchan_release")));

@@ -428,6 +428,73 @@ TEST(end_of_stream_and_lane_reuse)
 	pair_close(&p);
 }
 
+/* A lane found holding garbage stays abandoned: whatever its sender
+ * writes there afterwards is never delivered, by any receive path. */
+TEST(broken_lane_stays_broken)
+{
+	struct lzchan_slot_hdr *h;
+	char buf[256];
+	uint32_t lane = 9;
+	struct pair p;
+	void *slot;
+	int i, r;
+
+	ASSERT_EQ(0, pair_open(&p, "brk", opts(64, 16, 2)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "hello", 5));
+	ASSERT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	/* A hostile sender: a "ready" slot (position 1) with a length no
+	 * message can have. */
+	ASSERT_EQ(0, lzchan_reserve(p.tx, 8, &slot));
+	h = (struct lzchan_slot_hdr *)slot - 1;
+	__atomic_store_n(&h->len, 0x7fffffffU, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->seq, 2, __ATOMIC_RELEASE);
+	EXPECT_EQ(-EBADMSG, lzchan_recv_lane(p.rx, lane, buf, sizeof(buf)));
+	/* It then makes the slot look like a fine message. */
+	__atomic_store_n(&h->len, 6U, __ATOMIC_RELAXED);
+	memcpy(slot, "evil!", 6);
+	for (i = 0; i < 4; i++) {
+		struct lzchan_msg m;
+
+		r = lzchan_recv(p.rx, buf, sizeof(buf), NULL);
+		EXPECT_TRUE(r == -EAGAIN || r == -EBADMSG) TH_LOG("recv gave %d", r);
+		r = lzchan_peek(p.rx, &m);
+		EXPECT_TRUE(r == -EAGAIN || r == -EBADMSG) TH_LOG("peek gave %d", r);
+		EXPECT_EQ(-EBADMSG, lzchan_recv_lane(p.rx, lane, buf, sizeof(buf)));
+	}
+	pair_close(&p);
+}
+
+/* Receive-any serves a lane holding a longer message in its turn, not
+ * only when the one-slot messages of the other lanes run out. */
+TEST(long_message_lane_gets_its_turn)
+{
+	char big[200], buf[256];
+	struct lzchan *tx2;
+	uint32_t lane;
+	struct pair p;
+	int i, r, at = -1;
+
+	ASSERT_EQ(0, pair_open(&p, "fair", opts(64, 256, 2)));
+	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
+	for (i = 0; i < 200; i++)
+		ASSERT_EQ(0, lzchan_send(p.tx, &i, sizeof(i)));
+	memset(big, 'b', sizeof(big));
+	ASSERT_EQ(0, lzchan_send(tx2, big, sizeof(big)));
+	for (i = 0; i < 201; i++) {
+		r = lzchan_recv(p.rx, buf, sizeof(buf), &lane);
+		ASSERT_LT(0, r) TH_LOG("message %d: %d", i, r);
+		if (r == (int)sizeof(big)) {
+			at = i;
+			break;
+		}
+	}
+	/* 16 in a row per lane and turn, plus the first turn's own. */
+	EXPECT_LE(0, at);
+	EXPECT_GE(40, at) TH_LOG("the 200-byte message came %dth", at);
+	lzchan_close(tx2);
+	pair_close(&p);
+}
+
 TEST(receiver_gone)
 {
 	struct pair p;
