@@ -121,6 +121,7 @@ DKMS_SRCDIR	?= /usr/src/lzchan-$(VERSION)
 INSTALL_TOOLS	?= $(TOOLS)
 INSTALL_MAN1	= $(wildcard man/man1/*.1)
 INSTALL_MAN3	= $(wildcard man/man3/*.3)
+INSTALL_MAN7	= $(wildcard man/man7/*.7)
 # What DKMS needs to build the module: Kbuild files, sources, UAPI header.
 DKMS_FILES	= Kbuild dkms.conf COPYING $(wildcard LICENSES/*) kmod/Kbuild \
 		  $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
@@ -144,6 +145,8 @@ install: lib tools
 		install -m 644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(INSTALL_MAN3),install -d $(DESTDIR)$(MANDIR)/man3 && \
 		install -m 644 $(INSTALL_MAN3) $(DESTDIR)$(MANDIR)/man3/)
+	$(if $(INSTALL_MAN7),install -d $(DESTDIR)$(MANDIR)/man7 && \
+		install -m 644 $(INSTALL_MAN7) $(DESTDIR)$(MANDIR)/man7/)
 	$(if $(UDEVRULESDIR),install -D -m 644 packaging/60-lzchan.rules \
 		$(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
 	$(if $(MODULESLOADDIR),install -D -m 644 packaging/modules-load.d/lzchan.conf \
@@ -161,6 +164,7 @@ uninstall:
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(INSTALL_MAN3))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(INSTALL_MAN7))) \
 		$(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
 	$(if $(UDEVRULESDIR),rm -f $(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
 	$(if $(MODULESLOADDIR),rm -f $(DESTDIR)$(MODULESLOADDIR)/lzchan.conf)

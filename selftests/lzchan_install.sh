@@ -48,7 +48,7 @@ tools=$(echo 'lz-print-tools: ; @echo $(INSTALL_TOOLS)' |
 for t in $tools; do
 	echo "usr/bin/${t##*/} 755" >>"$tmp/expect"
 done
-for m in "$top"/man/man1/*.1 "$top"/man/man3/*.3; do
+for m in "$top"/man/man1/*.1 "$top"/man/man3/*.3 "$top"/man/man7/*.7; do
 	[ -f "$m" ] || continue
 	s=${m##*.}
 	echo "usr/share/man/man$s/${m##*/} 644" >>"$tmp/expect"
