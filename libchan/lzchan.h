@@ -429,6 +429,7 @@ static inline void __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast
 	struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
 	uint32_t next = f->tail + 1, sleepy, parked;
 
+	/* Relaxed: published by the release store of seq below. */
 	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
 	/* Pairs with the receiver's acquire load of seq. */
 	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
@@ -500,7 +501,9 @@ static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lz
 	/* Pairs with the sender's release store of seq. */
 	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1)
 		return 0;
-	*len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);	/* once */
+	/* Relaxed, after the acquire of seq that published it; read once:
+	 * the sender may change it, so only this copy is checked and used. */
+	*len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 	/* A pad, a longer message or garbage: the library's way. */
 	return *len <= f->slot_size - sizeof(*h) ? h : 0;
 }

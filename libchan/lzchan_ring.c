@@ -145,6 +145,7 @@ static int __lz_tx_pad(struct lzchan *ch)
 	ret = __lz_tx_room(ch, ch->f.tail + pad, &marker);
 	if (ret)
 		return ret;
+	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->f.slot_size - sizeof(*h)));
 	__lz_cont_set(ch, ch->f.tail, false);
 	if (marker)
@@ -174,6 +175,7 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	uint32_t start = ch->f.tail, n = __lz_slots_for(ch, len), k;
 	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, start);
 
+	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, len);
 	__lz_cont_set(ch, start, false);
 	for (k = 1; k < n; k++)
@@ -291,6 +293,7 @@ static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
 	uint32_t next = ch->f.tail + 1;
 	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
 
+	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, len);
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look()
 	 * and __lz_rx_fast(): payload and len are visible first. */
@@ -562,7 +565,7 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 		 * __lz_tx_publish()/__lz_tx_pad(). */
 		if (__lz_load_acq(&h->seq) != *pos + 1)
 			return 0;
-		raw = __lz_load(&h->len);	/* once: the sender may change it */
+		raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
 		idx = *pos & ch->f.mask;
 		if (raw & LZCHAN_SLOT_PAD) {
 			/* A pad runs to the ring's end; at slot 0 it would
@@ -852,7 +855,7 @@ static inline int __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan
 	 * __lz_tx_publish()). */
 	if (__lz_load_acq(&h->seq) != pos + 1)
 		return 0;
-	raw = __lz_load(&h->len);	/* once: the sender may change it */
+	raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
 	if (raw > ch->f.slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
 		return -1;
 	m->data = h + 1;
@@ -1089,7 +1092,7 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	/* Pairs with the sender's release store of seq, as in __lz_rx_fast(). */
 	if (__lz_load_acq(&h->seq) != pos + 1)
 		return -EAGAIN;		/* this lane: nothing yet */
-	raw = __lz_load(&h->len);	/* once: the sender may change it */
+	raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
 	if (__lzchan_unlikely(raw > ch->f.slot_size - sizeof(*h) || raw > cap))
 		return __LZ_SLOW;
 	memcpy(buf, h + 1, raw);
