@@ -14,23 +14,7 @@
 #include <lzchan.h>
 
 #include "kselftest_harness.h"
-
-static const char *name(const char *prefix)
-{
-	static char buf[8][LZCHAN_NAME_SIZE];
-	static unsigned int n;
-	char *b = buf[n % 8];
-
-	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
-	return b;
-}
-
-static int expect_dev(void)
-{
-	const char *e = getenv("LZCHAN_EXPECT_DEV");
-
-	return e && *e == '1';
-}
+#include "lzchan_test.h"
 
 static struct lzchan_opts opts(uint32_t size, uint32_t count, uint32_t senders)
 {
@@ -53,7 +37,7 @@ static int pair_open(struct pair *p, const char *prefix, struct lzchan_opts o)
 {
 	int r;
 
-	p->name = name(prefix);
+	p->name = lz_name(prefix);
 	r = lzchan_open(&p->rx, p->name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o);
 	if (r)
 		return r;
@@ -100,7 +84,7 @@ TEST(backend_selection)
 
 	ASSERT_EQ(0, pair_open(&p, "be", o));
 	ASSERT_EQ(0, lzchan_geometry(p.rx, &g));
-	if (expect_dev() || access(LZCHAN_DEVICE_PATH, F_OK) == 0) {
+	if (lz_expect_dev() || access(LZCHAN_DEVICE_PATH, F_OK) == 0) {
 		EXPECT_EQ(LZCHAN_BACKEND_DEV, g.backend);
 	} else {
 		EXPECT_EQ(LZCHAN_BACKEND_SHM, g.backend);
@@ -115,7 +99,7 @@ TEST(dev_features)
 	struct lzchan_features f = { 0 };
 	int ret = lzchan_dev_features(&f);
 
-	if (!expect_dev() && access(LZCHAN_DEVICE_PATH, F_OK) < 0) {
+	if (!lz_expect_dev() && access(LZCHAN_DEVICE_PATH, F_OK) < 0) {
 		EXPECT_EQ(-ENOENT, ret);
 		return;
 	}
@@ -126,7 +110,7 @@ TEST(dev_features)
 TEST(open_errors)
 {
 	struct lzchan_opts o = opts(64, 64, 2);
-	const char *n = name("oe");
+	const char *n = lz_name("oe");
 	struct lzchan *rx, *a, *b, *c;
 
 	EXPECT_EQ(-EINVAL, lzchan_open(&rx, n, 0, NULL));
@@ -365,7 +349,7 @@ TEST(directed_and_any)
 {
 	struct lzchan *rx, *t0, *t1;
 	struct lzchan_opts o = opts(64, 64, 2);
-	const char *n = name("dir");
+	const char *n = lz_name("dir");
 	char buf[16];
 	uint32_t lane;
 
@@ -545,7 +529,7 @@ TEST(event_fd)
 	EXPECT_EQ(-EBADF, lzchan_event_fd(p.tx));
 	fd = lzchan_event_fd(p.rx);
 	if (fd == -EOPNOTSUPP) {
-		EXPECT_FALSE(expect_dev());
+		EXPECT_FALSE(lz_expect_dev());
 		EXPECT_EQ(-EOPNOTSUPP, lzchan_arm(p.rx));
 		pair_close(&p);
 		SKIP(return, "the shm backend has no event fd");
@@ -605,7 +589,7 @@ TEST(peer)
 	ASSERT_EQ(0, pair_open(&p, "peer", opts(64, 64, 1)));
 	r = lzchan_peer(p.rx, 0, &pid, &uid, &gid);
 	if (r == -EOPNOTSUPP) {
-		EXPECT_FALSE(expect_dev());
+		EXPECT_FALSE(lz_expect_dev());
 		pair_close(&p);
 		SKIP(return, "the shm backend has no peer credentials");
 	}

@@ -186,27 +186,6 @@ static int ctr_wait(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }
 
-/* Is @name in this IPC namespace's list?  1, 0, or -1 on error. */
-static int ctr_list_has(const char *name)
-{
-	struct lzchan_chan_stat e[64];
-	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
-				 .count = 64, .entries = (__u64)(unsigned long)e };
-	int fd = lz_dev(), ret = -1;
-	__u32 i;
-
-	if (fd < 0)
-		return -1;
-	if (!lz_ioctl(fd, LZCHAN_IOC_LIST, &l)) {
-		ret = 0;
-		for (i = 0; i < l.count && i < 64; i++)
-			if (!strcmp(e[i].name, name))
-				ret = 1;
-	}
-	close(fd);
-	return ret;
-}
-
 /* Handshake pipes between the test and a long-lived container. */
 struct hold {
 	const char *name;
@@ -251,7 +230,7 @@ static int hold_channels(void *arg)
 		g.flags = LZCHAN_CREATE_EXCL;
 		if (lz_create(chan_name(h->name, i), g))
 			return 10 + i;
-		if (ctr_list_has(chan_name(h->name, i)) != 1)
+		if (lz_list_has(chan_name(h->name, i)) != 1)
 			return 20 + i;
 	}
 	if (ctr_signal(h->ready[1]) || ctr_read(h->done[0]))
@@ -268,7 +247,7 @@ static int cannot_see(void *arg)
 	const char *name = chan_name(h->name, 0);
 	struct lz_geom g = LZ_GEOM_DEFAULT;
 
-	if (ctr_list_has(name) != 0)
+	if (lz_list_has(name) != 0)
 		return 10;
 	if (lz_open(name, LZCHAN_OPEN_SENDER, NULL) != -ENOENT)
 		return 11;
@@ -279,7 +258,7 @@ static int cannot_see(void *arg)
 	g.flags = LZCHAN_CREATE_EXCL;	/* the same name is free here */
 	if (lz_create(name, g))
 		return 14;
-	return ctr_list_has(name) == 1 ? 0 : 15;
+	return lz_list_has(name) == 1 ? 0 : 15;
 }
 
 TEST(separate_ipc_namespaces_isolated)
@@ -304,7 +283,7 @@ TEST(separate_ipc_namespaces_isolated)
 	b2.map = CTR_MAP_A;
 	EXPECT_EQ(0, ctr_wait(ctr_start(&b2)));
 	/* Nor does the host see A's channel. */
-	EXPECT_EQ(0, ctr_list_has(chan_name(h.name, 0)));
+	EXPECT_EQ(0, lz_list_has(chan_name(h.name, 0)));
 	EXPECT_EQ(-ENOENT, lz_open(chan_name(h.name, 0), LZCHAN_OPEN_SENDER, NULL));
 	hold_release(&h);
 	EXPECT_EQ(0, ctr_wait(pa));

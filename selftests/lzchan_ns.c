@@ -10,26 +10,6 @@
 #include "kselftest_harness.h"
 #include "lzchan_test.h"
 
-static int list_has(const char *name)
-{
-	struct lzchan_chan_stat e[256];
-	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
-				 .count = 256, .entries = (__u64)(unsigned long)e };
-	int fd = lz_dev(), ret = -1;
-	__u32 i;
-
-	if (fd < 0)
-		return -1;
-	if (!lz_ioctl(fd, LZCHAN_IOC_LIST, &l)) {
-		ret = 0;
-		for (i = 0; i < l.count; i++)
-			if (!strcmp(e[i].name, name))
-				ret = 1;
-	}
-	close(fd);
-	return ret;
-}
-
 /* Run @fn in a child and return its exit status (or 255 on a signal). */
 static int in_child(int (*fn)(void *), void *arg)
 {
@@ -55,7 +35,7 @@ static int other_ns(void *arg)
 
 	if (unshare(CLONE_NEWIPC))
 		return 1;
-	if (list_has(n->parent) != 0)
+	if (lz_list_has(n->parent) != 0)
 		return 2;
 	if (lz_open(n->parent, LZCHAN_OPEN_SENDER, NULL) != -ENOENT)
 		return 3;
@@ -66,7 +46,7 @@ static int other_ns(void *arg)
 		return 5;
 	if (lz_create(n->child, g))
 		return 6;
-	if (list_has(n->child) != 1)
+	if (lz_list_has(n->child) != 1)
 		return 7;
 	return 0;		/* exits: the namespace and its channels die */
 }
@@ -81,8 +61,8 @@ TEST(ipc_namespaces_isolated)
 	ASSERT_EQ(0, lz_create(n.parent, LZ_GEOM_DEFAULT));
 	before = lz_read_long(LZ_SYSFS "channels");
 	ASSERT_EQ(0, in_child(other_ns, &n));
-	EXPECT_EQ(1, list_has(n.parent));
-	EXPECT_EQ(0, list_has(n.child));
+	EXPECT_EQ(1, lz_list_has(n.parent));
+	EXPECT_EQ(0, lz_list_has(n.child));
 	EXPECT_EQ(-ENOENT, lz_open(n.child, LZCHAN_OPEN_SENDER, NULL));
 	/* The child's namespace died with it; the next name operation
 	 * (list_has above) reaped its two channels. */
@@ -138,7 +118,7 @@ TEST(shared_ipc_namespace_talks)
 	LZ_NEED_DEV();
 	lz_setname(name, lz_name("share"));
 	EXPECT_EQ(0, in_child(shared_ns, name));
-	EXPECT_EQ(0, list_has(name));
+	EXPECT_EQ(0, lz_list_has(name));
 }
 
 /* ---- SysV-style permissions ---- */

@@ -18,23 +18,7 @@
 #include <lzchan.h>
 
 #include "kselftest_harness.h"
-
-static const char *name(const char *prefix)
-{
-	static char buf[8][LZCHAN_NAME_SIZE];
-	static unsigned int n;
-	char *b = buf[n % 8];
-
-	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
-	return b;
-}
-
-static int expect_dev(void)
-{
-	const char *e = getenv("LZCHAN_EXPECT_DEV");
-
-	return e && *e == '1';
-}
+#include "lzchan_test.h"
 
 /*
  * Each test (a child of the harness) lists a directory of its own, under
@@ -115,7 +99,7 @@ TEST(version)
 TEST(create)
 {
 	struct lzchan_opts o = opts(128, 16, 3);
-	const char *n = name("cr"), *d = name("cr");
+	const char *n = lz_name("cr"), *d = lz_name("cr");
 	struct lzchan_chan_stat st;
 	char longname[LZCHAN_NAME_SIZE + 1];
 
@@ -129,14 +113,14 @@ TEST(create)
 	EXPECT_EQ(128, st.slot_size);
 	EXPECT_EQ(-EINVAL, lzchan_create(n, &o, LZCHAN_CREATE));
 	o = opts(96, 16, 1);
-	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
 	o = opts(64, 3, 1);
-	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
 	o = opts(64, 4, 0);
-	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
 	o = opts(64, 4, 1);
 	o.mode = 01000;
-	EXPECT_EQ(-EINVAL, lzchan_create(name("cr"), &o, 0));
+	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
 	EXPECT_EQ(-EINVAL, lzchan_create("a b", NULL, 0));
 	EXPECT_EQ(-EINVAL, lzchan_create("", NULL, 0));
 	memset(longname, 'x', sizeof(longname) - 1);
@@ -158,7 +142,7 @@ TEST(stat_counts)
 	struct lzchan_opts o = opts(64, 32, 4);
 	struct lzchan *rx, *tx1, *tx2;
 	struct lzchan_chan_stat st;
-	const char *n = name("st");
+	const char *n = lz_name("st");
 	uint32_t be = 0;
 	char buf[64];
 
@@ -166,7 +150,7 @@ TEST(stat_counts)
 	o.mode = 0640;
 	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
 	ASSERT_EQ(0, lzchan_stat(n, &st, &be));
-	EXPECT_EQ(expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
+	EXPECT_EQ(lz_expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
 	EXPECT_STREQ(n, st.name);
 	EXPECT_EQ(getuid(), st.uid);
 	EXPECT_EQ(getgid(), st.gid);
@@ -220,14 +204,14 @@ TEST(list)
 	for (i = 0; i < 3; i++) {
 		struct lzchan_opts o = opts(64, 4 << i, 1);
 
-		names[i] = name("ls");
+		names[i] = lz_name("ls");
 		ASSERT_EQ(1, lzchan_create(names[i], &o, LZCHAN_EXCL));
 	}
 	total = lzchan_list(NULL, 0, &be);
 	ASSERT_LE(3, total);
-	if (!expect_dev())
+	if (!lz_expect_dev())
 		EXPECT_EQ(3, total);	/* our directory holds exactly these */
-	EXPECT_EQ(expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
+	EXPECT_EQ(lz_expect_dev() ? LZCHAN_BACKEND_DEV : LZCHAN_BACKEND_SHM, be);
 	ASSERT_GE(64, total);
 	ASSERT_EQ(total, lzchan_list(st, 64, NULL));
 	for (i = 0; i < 3; i++) {
@@ -255,12 +239,12 @@ TEST(lanes)
 	struct lzchan_opts o = opts(64, 16, 3);
 	struct lzchan_lane_stat ls[3];
 	struct lzchan *rx, *tx;
-	const char *n = name("ln");
+	const char *n = lz_name("ln");
 	char buf[64];
 
 	private_shm_dir();
 	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
-	if (expect_dev()) {
+	if (lz_expect_dev()) {
 		EXPECT_EQ(-EOPNOTSUPP, lzchan_stat_lanes(n, ls, 3));
 		lzchan_unlink(n);
 		return;
@@ -299,7 +283,7 @@ TEST(parked_and_wakeups)
 	struct lzchan_opts o = opts(64, 16, 1);
 	struct lzchan_chan_stat st;
 	struct lzchan *tx;
-	const char *n = name("pk");
+	const char *n = lz_name("pk");
 	int status, i;
 	pid_t pid;
 
@@ -343,12 +327,12 @@ TEST(hostile_files)
 	struct lzchan_chan_stat st[16], s;
 	struct lzchan_lane_stat ls[4];
 	struct lzchan_opts o = opts(64, 16, 4);
-	const char *n = name("ok");
+	const char *n = lz_name("ok");
 	char path[PATH_MAX], junk[8192], *copy;
 	struct stat sb;
 	int total, fd;
 
-	if (expect_dev())
+	if (lz_expect_dev())
 		SKIP(return, "shm backend only");
 	private_shm_dir();
 	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));

@@ -20,6 +20,14 @@
 
 #include <linux/lzchan.h>
 
+/* The VM rig promised the module (LZCHAN_EXPECT_DEV=1). */
+static inline int lz_expect_dev(void)
+{
+	const char *e = getenv("LZCHAN_EXPECT_DEV");
+
+	return e && *e == '1';
+}
+
 /*
  * First statement of every test that needs the module: SKIP on a machine
  * without it, but FAIL where the VM rig promised it (LZCHAN_EXPECT_DEV=1).
@@ -27,8 +35,7 @@
  */
 #define LZ_NEED_DEV() do {						\
 	if (access(LZCHAN_DEVICE_PATH, F_OK)) {				\
-		const char *e = getenv("LZCHAN_EXPECT_DEV");		\
-		ASSERT_FALSE(e && *e == '1')				\
+		ASSERT_FALSE(lz_expect_dev())				\
 			TH_LOG("%s missing in the VM", LZCHAN_DEVICE_PATH); \
 		SKIP(return, "%s absent: lzchan.ko not loaded",	\
 		     LZCHAN_DEVICE_PATH);				\
@@ -59,6 +66,29 @@ static inline const char *lz_name(const char *prefix)
 
 	snprintf(b, LZCHAN_NAME_SIZE, "%s.%d.%u", prefix, getpid(), n++);
 	return b;
+}
+
+/* Is @name in the caller's IPC namespace's channel list?  1, 0, or -1
+ * when the list cannot be had. */
+static inline int lz_list_has(const char *name)
+{
+	struct lzchan_chan_stat e[256];
+	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
+				 .count = 256, .entries = (__u64)(unsigned long)e };
+	int fd = lz_dev(), ret = -1;
+	__u32 i;
+
+	if (fd < 0)
+		return -1;
+	if (!lz_ioctl(fd, LZCHAN_IOC_LIST, &l)) {
+		ret = 0;
+		/* count says how many exist; only 256 were written. */
+		for (i = 0; i < l.count && i < 256; i++)
+			if (!strncmp(e[i].name, name, LZCHAN_NAME_SIZE))
+				ret = 1;
+	}
+	close(fd);
+	return ret;
 }
 
 struct lz_geom {
