@@ -6,12 +6,22 @@
 #
 #   - build tools, libraries and qemu from Debian's archive (apt-get);
 #   - the kselftest harness headers, from Debian's linux-source-6.1 tarball;
-#   - the two kernels the VM rig boots, each with headers to build against:
+#   - the four kernels the VM rig boots, each with headers to build against:
 #       bookworm: linux-image/headers-cloud-amd64 (6.1), headers on the host;
 #       trixie:   the 6.12 cloud kernel, built against inside a debootstrap'd
-#                 trixie root (its headers need gcc-14 and pahole).
+#                 trixie root (its headers need gcc-14 and pahole);
+#       trixie-backports: the newest cloud kernel of trixie-backports (7.3
+#                 when this was written), headers in the same trixie root;
+#                 the backports suite is added to that root only, never to
+#                 the host's apt sources;
+#       debug:    Debian's linux-source-6.1 built with KASAN, lockdep,
+#                 KFENCE, UBSAN, kmemleak and friends (scripts/debug-kernel.sh;
+#                 cached outside the clone, in /var/cache/lzchan-rig).
 #
-# Everything downloaded or built lands under $CACHE (default .cache/).
+# Everything else downloaded or built lands under $CACHE (default .cache/).
+#
+#   LZCHAN_KERNELS="bookworm trixie trixie-backports debug"   the kernels to
+#   prepare (as for scripts/check.sh); bookworm and trixie are always prepared.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +39,10 @@ PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
 PKGS+=(dkms)	# the DKMS test, for the host's 6.1 headers
 # The documentation checks: man -l, groff -ww, sphinx-build -W.
 PKGS+=(man-db groff-base python3-sphinx)
+# The debug kernel's build (scripts/debug-kernel.sh).
+PKGS+=(flex bison bc libelf-dev libssl-dev)
+kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
+wants() { case " $kernels " in *" $1 "*) return 0 ;; esac; return 1; }
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -62,14 +76,25 @@ if [ ! -s "$ksft/kselftest_harness.h" ] || [ ! -s "$ksft/kselftest.h" ]; then
 	rm -rf "$tmp"
 fi
 
-# Extract vmlinuz of image package $2 (downloaded in directory $1) into $3.
+# Extract the vmlinuz of kernel $4 from the packages downloaded in $1 into
+# $3 ($2, the image package, names the kernel in messages).  Up to 6.x the
+# image package holds /boot/vmlinuz-KVER; from 7.x Debian ships it as
+# /usr/lib/modules/KVER/vmlinuz in linux-binary-KVER.
 extract_vmlinuz() {
-	local dir=$1 pkg=$2 dest=$3 kver=$4 x
+	local dir=$1 pkg=$2 dest=$3 kver=$4 x deb f
 	x=$(mktemp -d)
-	dpkg-deb -x "$dir"/"$pkg"_*.deb "$x"
+	for deb in "$dir"/*.deb; do
+		dpkg-deb -x "$deb" "$x" || die "cannot unpack $deb"
+	done
 	mkdir -p "$(dirname "$dest")"
-	cp "$x/boot/vmlinuz-$kver" "$dest.tmp" && mv "$dest.tmp" "$dest"
+	for f in "$x/boot/vmlinuz-$kver" "$x/usr/lib/modules/$kver/vmlinuz"; do
+		if [ -s "$f" ]; then
+			cp "$f" "$dest.tmp" && mv "$dest.tmp" "$dest" || die "cannot write $dest"
+			break
+		fi
+	done
 	rm -rf "$x"
+	[ -s "$dest" ] || die "no vmlinuz for $kver in $pkg (nor in linux-binary-$kver)"
 }
 
 # --- bookworm 6.1: headers on the host, image downloaded next to them ---
@@ -113,19 +138,69 @@ if [ ! -x "$root/usr/sbin/dkms" ]; then
 		> "$CACHE/dkms-root.log" 2>&1 ||
 		die "cannot install dkms in $root; see $CACHE/dkms-root.log"
 fi
-kver_t=$(ls "$root/lib/modules" | head -n 1)
-[ -n "$kver_t" ] || die "no kernel headers in $root"
-vm_t=$CACHE/vm/trixie
-if [ ! -s "$CACHE/kernels/$kver_t/vmlinuz" ]; then
-	say "fetching linux-image-$kver_t"
+# Download linux-image-$1 inside the trixie root and extract its vmlinuz.
+root_image() {
+	local kver=$1
+	[ -s "$CACHE/kernels/$kver/vmlinuz" ] && return 0
+	say "fetching linux-image-$kver"
 	chroot "$root" sh -c "rm -rf /tmp/dl && mkdir -p /tmp/dl && chmod 755 /tmp/dl && cd /tmp/dl && \
-		(apt-get download -qq linux-image-$kver_t || (apt-get update -qq && apt-get download -qq linux-image-$kver_t))" \
-		>/dev/null 2>&1 || die "cannot download linux-image-$kver_t in the trixie root"
-	extract_vmlinuz "$root/tmp/dl" "linux-image-$kver_t" "$CACHE/kernels/$kver_t/vmlinuz" "$kver_t"
+		(apt-get download -qq linux-image-$kver || (apt-get update -qq && apt-get download -qq linux-image-$kver)) && \
+		{ dpkg-deb -c linux-image-*.deb | grep -q vmlinuz || apt-get download -qq linux-binary-$kver; }" \
+		>/dev/null 2>&1 || die "cannot download linux-image-$kver in the trixie root"
+	extract_vmlinuz "$root/tmp/dl" "linux-image-$kver" "$CACHE/kernels/$kver/vmlinuz" "$kver"
 	rm -rf "$root/tmp/dl"
-fi
+}
+
+# The root's own (trixie) headers: the version its metapackage depends on.
+kver_t=$(chroot "$root" dpkg-query -W -f='${Depends}' linux-headers-cloud-amd64 |
+	grep -o 'linux-headers-[^ ,]*' | head -n 1)
+kver_t=${kver_t#linux-headers-}
+[ -n "$kver_t" ] && [ -d "$root/usr/src/linux-headers-$kver_t" ] || die "no trixie kernel headers in $root"
+vm_t=$CACHE/vm/trixie
+root_image "$kver_t"
 mkdir -p "$vm_t"
 printf 'KVER=%s\nKDIR=/usr/src/linux-headers-%s\nVMLINUZ=%s\nROOT=%s\n' "$kver_t" \
 	"$kver_t" "$CACHE/kernels/$kver_t/vmlinuz" "$root" > "$vm_t/kernel.env"
 
-say "ok: bookworm $kver_b, trixie $kver_t"
+# --- trixie-backports: the newest Debian kernel, headers in the same root ---
+summary="bookworm $kver_b, trixie $kver_t"
+if wants trixie-backports; then
+	bpo=$CACHE/vm/trixie-backports
+	list=$root/etc/apt/sources.list.d/trixie-backports.list
+	line="deb $MIRROR trixie-backports main"
+	if [ ! -f "$bpo/kernel.env" ] || [ "$(cat "$list" 2>/dev/null)" != "$line" ]; then
+		[ "$(id -u)" = 0 ] || die "adding trixie-backports to the trixie root needs root"
+		echo "$line" > "$list"
+		chroot "$root" apt-get -o Acquire::Retries=3 update -qq > "$CACHE/backports.log" 2>&1 ||
+			die "apt-get update in the trixie root failed; see $CACHE/backports.log"
+		# The newest cloud headers trixie-backports has, by exact name: the
+		# metapackage itself stays trixie's (6.12), or kver_t would move.
+		v=$(chroot "$root" apt-cache madison linux-headers-cloud-amd64 |
+			awk -F'|' '/trixie-backports/ { gsub(/ /, "", $2); print $2; exit }')
+		[ -n "$v" ] || die "trixie-backports has no linux-headers-cloud-amd64"
+		pkg=$(chroot "$root" apt-cache show "linux-headers-cloud-amd64=$v" |
+			sed -n 's/^Depends:.*\(linux-headers-[0-9][^ ,]*-cloud-amd64\).*/\1/p' | head -n 1)
+		[ -n "$pkg" ] || die "cannot find the headers package of linux-headers-cloud-amd64 $v"
+		kver_p=${pkg#linux-headers-}
+		if [ ! -d "$root/usr/src/$pkg" ]; then
+			say "installing $pkg in $root"
+			chroot "$root" sh -c "export DEBIAN_FRONTEND=noninteractive;
+				apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends $pkg" \
+				>> "$CACHE/backports.log" 2>&1 ||
+				die "cannot install $pkg in $root; see $CACHE/backports.log"
+		fi
+		root_image "$kver_p"
+		mkdir -p "$bpo"
+		printf 'KVER=%s\nKDIR=/usr/src/linux-headers-%s\nVMLINUZ=%s\nROOT=%s\n' "$kver_p" \
+			"$kver_p" "$CACHE/kernels/$kver_p/vmlinuz" "$root" > "$bpo/kernel.env"
+	fi
+	summary="$summary, trixie-backports $(sed -n 's/^KVER=//p' "$bpo/kernel.env")"
+fi
+
+# --- debug: our own build of 6.1 with the checkers (cached outside) ---
+if wants debug; then
+	CACHE=$CACHE "$top/scripts/debug-kernel.sh"
+	summary="$summary, debug $(sed -n 's/^KVER=//p' "$CACHE/vm/debug/kernel.env")"
+fi
+
+say "ok: $summary"
