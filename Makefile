@@ -6,8 +6,8 @@
 #                   installed kernel headers (KDIR=... overrides)
 #   make modules    the module alone
 #   make deps       install/cache everything the build and tests need (root)
-#   make check      deps, build, host tests, VM tests on both kernels
-#   make vm-check KERNEL=bookworm|trixie   one VM run
+#   make check      deps, build, host tests, VM tests on all four kernels
+#   make vm-check KERNEL=bookworm|trixie|trixie-backports|debug   one VM run
 #   make run        the main job: two processes exchange messages
 #   make install    DESTDIR=, PREFIX= (default /usr/local); make uninstall
 #   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS

@@ -4,17 +4,20 @@
 # Run every test suite and print one verdict (called by 'make check' after
 # 'make deps' and the build):
 #   host suites: libchan and the tools, no module needed;
-#   VM suites:   the module and libchan on Debian 6.1 and 6.12 (scripts/vm-run.sh).
+#   VM suites:   the module and libchan on Debian's 6.1, 6.12 and 7.3
+#                (trixie-backports) kernels and on the project's debug
+#                build of 6.1 (KASAN, lockdep, kmemleak, ...): scripts/vm-run.sh.
 # Each suite's TAP is printed as it runs; the last line is
 # "N passed, N failed, N skipped".  A VM that cannot run counts as failed.
 #
-#   LZCHAN_KERNELS="bookworm trixie"   which VM kernels to boot
+#   LZCHAN_KERNELS="bookworm trixie trixie-backports debug"   which VM
+#   kernels to boot (the default; make deps reads the same variable)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$top/.cache}
 export CACHE
-kernels=${LZCHAN_KERNELS-bookworm trixie}
+kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
 mkdir -p "$CACHE"
 
 suite() {	# name, command...: run one host suite framed for tap-summary.awk

@@ -1,10 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The VM rig: boot one distribution kernel under qemu with a freshly built
-# lzchan.ko and the selftests in an initramfs, and report in TAP.
+# The VM rig: boot one kernel under qemu with a freshly built lzchan.ko and
+# the selftests in an initramfs, and report in TAP.
 #
-#   scripts/vm-run.sh bookworm|trixie
+#   scripts/vm-run.sh bookworm|trixie|trixie-backports|debug
+#
+#   bookworm           Debian 12's cloud kernel (6.1)
+#   trixie             Debian 13's cloud kernel (6.12)
+#   trixie-backports   the newest cloud kernel in trixie-backports (7.3)
+#   debug              6.1 built by the project with KASAN, lockdep, KFENCE,
+#                      UBSAN, kmemleak, DEBUG_VM/LIST/OBJECTS
+#                      (scripts/debug-kernel.sh); every suite runs longer
+#                      there, kmemleak is scanned at the end, and the
+#                      checkers are proven to bite (selftests/vm/rigcheck)
 #
 # Needs 'make deps' (kernels, trixie root) and 'make lib selftests' first.
 # Prints a stream of suites ("=== LZCHAN-SUITE name", TAP, "=== LZCHAN-EXIT
@@ -14,9 +23,8 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$top/.cache}
-name=${1:?usage: vm-run.sh bookworm|trixie}
+name=${1:?usage: vm-run.sh bookworm|trixie|trixie-backports|debug}
 vm=$CACHE/vm/$name
-QEMU_TIMEOUT=${LZCHAN_VM_TIMEOUT:-900}
 
 # The rig's own suite, printed at the end whatever happened.
 checks=()
@@ -38,7 +46,15 @@ fail_early() { check "not ok" "$1"; finish; }
 [ -f "$vm/kernel.env" ] || fail_early "kernel '$name' prepared (run 'make deps': $vm/kernel.env missing)"
 # shellcheck disable=SC1091
 . "$vm/kernel.env"
+DEBUG=${DEBUG:-}
 [ -s "$VMLINUZ" ] || fail_early "kernel image present ($VMLINUZ missing: run 'make deps')"
+# A KASAN kernel under software emulation runs every suite several times
+# slower (and the debug run does more: see selftests/vm/init).
+if [ -n "$DEBUG" ]; then
+	QEMU_TIMEOUT=${LZCHAN_VM_TIMEOUT:-3000}
+else
+	QEMU_TIMEOUT=${LZCHAN_VM_TIMEOUT:-900}
+fi
 command -v qemu-system-x86_64 >/dev/null || fail_early "qemu-system-x86_64 installed (run 'make deps')"
 
 # --- build lzchan.ko for this kernel from a clean copy of the sources ---
@@ -48,14 +64,25 @@ src_copy() {	# copy the module's sources (no build products) into $1
 		--exclude='*.mod' --exclude='*.mod.c' --exclude=modules.order \
 		--exclude=Module.symvers Kbuild kmod) | tar -x -C "$1"
 }
+kbuild() {	# M= directory (as seen by the build): make modules for $KDIR
+	if [ -n "$ROOT" ]; then
+		# 7.x's objtool reads /proc: mount it in a private mount namespace,
+		# gone with the build.
+		unshare --mount --propagation private sh -c \
+			'mount -t proc proc "$1/proc" && exec chroot "$1" make -C "$2" M="$3" modules' \
+			sh "$ROOT" "$KDIR" "$1"
+	else
+		make -C "$KDIR" M="$1" modules
+	fi
+}
 if [ -n "$ROOT" ]; then
 	bsrc=$ROOT/build/lzchan
 	src_copy "$bsrc"
-	chroot "$ROOT" make -C "$KDIR" M=/build/lzchan modules > "$vm/build.log" 2>&1
+	kbuild /build/lzchan > "$vm/build.log" 2>&1
 else
 	bsrc=$vm/src
 	src_copy "$bsrc"
-	make -C "$KDIR" M="$bsrc" modules > "$vm/build.log" 2>&1
+	kbuild "$bsrc" > "$vm/build.log" 2>&1
 fi
 rc=$?
 if [ $rc != 0 ] || [ ! -f "$bsrc/kmod/lzchan.ko" ]; then
@@ -70,6 +97,19 @@ else
 	fail_early "vermagic matches the kernel ($vermagic vs $KVER)"
 fi
 
+# The rig's self-test module: deliberate bugs for the debug kernel's checkers.
+if [ -n "$DEBUG" ]; then
+	rsrc=$vm/rigcheck
+	rm -rf "$rsrc" && mkdir -p "$rsrc"
+	cp "$top"/selftests/vm/rigcheck/Kbuild "$top"/selftests/vm/rigcheck/*.c "$rsrc/"
+	if kbuild "$rsrc" > "$vm/rigcheck-build.log" 2>&1 && [ -f "$rsrc/lzchan_rigcheck.ko" ]; then
+		check ok "lzchan_rigcheck.ko (the checkers' self-test) builds"
+	else
+		sed 's/^/# /' "$vm/rigcheck-build.log"
+		fail_early "lzchan_rigcheck.ko (the checkers' self-test) builds"
+	fi
+fi
+
 # --- initramfs: busybox, /init, the module, the tests ---
 mapfile -t tests < <(grep -v '^#' "$top/selftests/vm/tests")
 initrd=$vm/initramfs
@@ -77,6 +117,7 @@ rm -rf "$initrd" && mkdir -p "$initrd"/{bin,proc,sys,dev,tests}
 cp /bin/busybox "$initrd/bin/busybox"
 cp "$top/selftests/vm/init" "$initrd/init"
 cp "$bsrc/kmod/lzchan.ko" "$initrd/lzchan.ko"
+[ -z "$DEBUG" ] || cp "$rsrc/lzchan_rigcheck.ko" "$initrd/lzchan_rigcheck.ko"
 cp "$top/selftests/settings" "$initrd/tests/"
 cp "$top/selftests/lzchan_hold" "$initrd/tests/" || fail_early "lzchan_hold built (run 'make selftests')"
 cp "$top/selftests/lzchan-static" "$initrd/tests/" || fail_early "lzchan-static built (run 'make selftests')"
@@ -90,17 +131,26 @@ printf '%s\n' "${tests[@]}" > "$initrd/tests/list"
 # --- boot: 2 vCPUs, one socket per NUMA node (a socket split across nodes
 # makes the kernel WARN about topology), 1 GiB per node ---
 console=$vm/console.log results=$vm/results.log
+cpu=max append="console=ttyS0 panic=-1 loglevel=7"
+if [ -n "$DEBUG" ]; then
+	# The debug kernel hangs at boot under "-cpu max" (in its RCU-tasks
+	# self-test, under software emulation); a named model boots.  Every
+	# KASAN report is printed (not only the first), and init is told to
+	# run the debug schedule: LZCHAN_RIG=debug reaches it as environment.
+	cpu=${LZCHAN_DEBUG_CPU:-Skylake-Client-v4}
+	append="$append kasan_multi_shot LZCHAN_RIG=debug"
+fi
 boot() {
 	rm -f "$console" "$results"
 	echo "vm-run: booting $KVER under qemu (software emulation)" >&2
 	timeout -s KILL "$QEMU_TIMEOUT" qemu-system-x86_64 \
-		-accel tcg,thread=multi -cpu max -smp 2,sockets=2,cores=1,threads=1 -m 2048 \
+		-accel tcg,thread=multi -cpu "$cpu" -smp 2,sockets=2,cores=1,threads=1 -m 2048 \
 		-object memory-backend-ram,id=mem0,size=1024M \
 		-object memory-backend-ram,id=mem1,size=1024M \
 		-numa node,nodeid=0,cpus=0,memdev=mem0 \
 		-numa node,nodeid=1,cpus=1,memdev=mem1 \
 		-kernel "$VMLINUZ" -initrd "$vm/initramfs.cpio" \
-		-append "console=ttyS0 panic=-1 loglevel=7" \
+		-append "$append" \
 		-display none -monitor none -nic none -no-reboot \
 		-serial "file:$console" -serial "file:$results" </dev/null
 }
@@ -196,8 +246,119 @@ fi
 
 # Kernel log: the full dmesg the guest printed, plus the console.
 sed -n '/^=== LZCHAN-DMESG/,/^=== LZCHAN-END/p' "$results.txt" > "$vm/dmesg.log"
-bad='BUG:|WARNING:|Oops|Call Trace|general protection|kernel BUG|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|refcount_t:|UBSAN:|KASAN:|list_add corruption|list_del corruption|scheduling while atomic|sleeping function called from invalid context|[Hh]ung task|soft lockup|hard LOCKUP|RCU stall|BUG kmalloc|Bad page'
-splat=$(cat "$vm/dmesg.log" "$console" 2>/dev/null | tr -d '\r' | grep -E "$bad" | sed 's/^\[ *[0-9.]*\] //' | awk '!seen[$0]++' | head -n 20)
+tr -d '\r' < "$console" > "$vm/console.txt" 2>/dev/null || : > "$vm/console.txt"
+
+# --- the debug kernel: kmemleak, and proof that every checker bites ---
+rigchecks="lockdep atomic_sleep ubsan list odebug kasan double_free kfence"
+declare -A expect=(
+	[lockdep]='possible circular locking dependency detected'
+	[atomic_sleep]='BUG: sleeping function called from invalid context'
+	[ubsan]='UBSAN: shift-out-of-bounds'
+	[list]='list_del corruption'
+	[odebug]='ODEBUG: free active'
+	[kasan]='BUG: KASAN: slab-out-of-bounds'
+	[double_free]='BUG: KASAN: double-free'
+	[kfence]='BUG: KFENCE: out-of-bounds read'
+)
+frame() {	# trigger, log: the lines between its BEGIN and END markers
+	awk -v t="$1" '
+		$0 ~ ("LZCHAN-RIGCHECK-END " t "( |$)") { on = 0 }
+		on { print }
+		$0 ~ ("LZCHAN-RIGCHECK-BEGIN " t "( |$)") { on = 1 }
+	' "$2"
+}
+unframed() {	# log: everything outside the rig's deliberate-bug frames
+	awk '/LZCHAN-RIGCHECK-BEGIN / { on = 1 } !on { print } /LZCHAN-RIGCHECK-END / { on = 0 }' "$1"
+}
+# kmemleak's report, one object per block.  An object is lzchan's when a
+# frame of its allocation backtrace is in lzchan (by name while loaded, by
+# address once unloaded: the scan runs after rmmod, and lzchan is then the
+# only unloaded module whose code ran).
+kmemleak_check() {
+	local mod base=0 size=0 line obj="" ours=0 rig=0 n_ours=0 n_rig=0 n_other=0 a
+	local -a ours_txt=() other_txt=()
+	mod=$(marker MODULE)
+	if [ -n "$mod" ]; then
+		size=$(echo "$mod" | awk '{ print $2 }')
+		base=$(echo "$mod" | awk '{ print $6 }')
+	fi
+	flush() {
+		[ -n "$obj" ] || return 0
+		if [ $rig = 1 ]; then
+			n_rig=$((n_rig + 1))
+		elif [ $ours = 1 ]; then
+			n_ours=$((n_ours + 1)); ours_txt+=("$obj")
+		else
+			n_other=$((n_other + 1)); other_txt+=("$obj")
+		fi
+		obj="" ours=0 rig=0
+	}
+	while IFS= read -r line; do
+		case $line in
+		"unreferenced object "*) flush; obj=$line ;;
+		*) [ -n "$obj" ] && obj+=$'\n'"$line" ;;
+		esac
+		case $line in
+		*"[lzchan]"*) ours=1 ;;
+		*rigcheck_leak*) rig=1 ;;
+		*"] 0x"*)
+			a=0x${line##*] 0x}; a=${a%% *}
+			if [[ $a =~ ^0x[0-9a-f]+$ ]] && [[ $base =~ ^0x[0-9a-f]+$ ]] &&
+			   (( a >= base && a < base + size )); then
+				ours=1
+			fi ;;
+		esac
+	done < <(sed -n '/^=== LZCHAN-KMEMLEAK$/,/^=== LZCHAN-KMEMLEAK-END/p' "$results.txt")
+	flush
+	status_check KMEMLEAK-SCAN "kmemleak scan ran"
+	if [ $n_rig -gt 0 ]; then
+		check ok "kmemleak finds the rig's deliberate leak"
+	else
+		check "not ok" "kmemleak finds the rig's deliberate leak"
+	fi
+	if [ -n "$mod" ] && [ $n_ours = 0 ]; then
+		check ok "kmemleak: no leak in lzchan ($n_other elsewhere in the kernel)"
+	else
+		check "not ok" "kmemleak: no leak in lzchan (${n_ours} leaked objects${mod:+}; module range '${mod:-not recorded}')"
+		printf '%s\n' "${ours_txt[@]}" | head -n 60 | sed 's/^/#   /'
+	fi
+	if [ $n_other -gt 0 ]; then
+		echo "# kmemleak: $n_other suspected leak(s) outside lzchan (the kernel's own; first shown):"
+		printf '%s\n' "${other_txt[0]}" | head -n 30 | sed 's/^/#   /'
+	fi
+}
+if [ -n "$DEBUG" ]; then
+	if grep -q '^=== LZCHAN-RIG debug' "$results.txt"; then
+		check ok "init ran the debug schedule"
+	else
+		check "not ok" "init ran the debug schedule (LZCHAN_RIG=debug not seen)"
+	fi
+	status_check RIGCHECK-INSMOD "insmod lzchan_rigcheck.ko"
+	kmemleak_check
+	for t in $rigchecks; do
+		st=$(sed -n "s/^=== LZCHAN-RIGCHECK-STATUS $t //p" "$results.txt" | head -n 1)
+		if frame "$t" "$vm/dmesg.log" | grep -qF "${expect[$t]}"; then
+			check ok "the debug kernel reports a deliberate $t bug (${expect[$t]})"
+		else
+			check "not ok" "the debug kernel reports a deliberate $t bug (${expect[$t]}; trigger status '${st:-none}')"
+			frame "$t" "$vm/dmesg.log" | head -n 20 | sed 's/^/#   /'
+		fi
+	done
+	status_check RIGCHECK-RMMOD "rmmod lzchan_rigcheck"
+fi
+
+# Any report outside the deliberate frames fails the run.  lockdep's and
+# the other checkers' reports are matched by their own wording: a bare
+# "lockdep" would match the boot banner "RCU lockdep checking is enabled".
+bad='BUG:|WARNING:|Oops|Call Trace|general protection|kernel BUG|Kernel panic'
+bad+='|possible circular locking|possible recursive locking|inconsistent lock state'
+bad+='|possible irq lock inversion|suspicious RCU usage|DEBUG_LOCKS_WARN_ON|lock held when returning'
+bad+='|bad unlock balance|held lock freed|INFO: lockdep is turned off'
+bad+='|refcount_t:|UBSAN:|KASAN:|KFENCE:|ODEBUG:|list_add corruption|list_del corruption'
+bad+='|scheduling while atomic|sleeping function called from invalid context|[Hh]ung task'
+bad+='|soft lockup|hard LOCKUP|RCU stall|detected stalls? on CPU|self-detected stall|BUG kmalloc|Bad page'
+splat=$( { unframed "$vm/dmesg.log"; unframed "$vm/console.txt"; } | grep -E "$bad" |
+	sed 's/^\[ *[0-9.]*\] //' | awk '!seen[$0]++' | head -n 20)
 if [ -z "$splat" ] && [ -s "$vm/dmesg.log" ]; then
 	check ok "kernel log clean"
 else
