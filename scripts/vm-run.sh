@@ -70,7 +70,10 @@ command -v qemu-system-x86_64 >/dev/null || fail_early "qemu-system-x86_64 insta
 # LZCHAN_KMOD_SRC: build the module from another tree's Kbuild and kmod/
 # (scripts/rig-breakage.sh boots deliberately broken copies).
 ksrc=${LZCHAN_KMOD_SRC:-$top}
-src_copy() {	# copy the module's sources (no build products) into $1
+src_copy() {	# copy the module's sources (no build products) into a fresh $1
+	# Fresh: tar keeps the sources' mtimes, so objects left from another
+	# tree (LZCHAN_KMOD_SRC, a breakage run) would look newer and be kept.
+	rm -rf "$1"
 	mkdir -p "$1"
 	(cd "$ksrc" && tar -c --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude=modules.order \
