@@ -27,19 +27,26 @@ die() { echo "debug-kernel: error: $*" >&2; exit 1; }
 
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null) ||
 	die "linux-source-6.1 is not installed (run 'make deps')"
-tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
+tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1) || true
 [ -n "$tarball" ] || die "linux-source-6.1 tarball not found in /usr/src"
 for t in flex bison bc gcc make; do
 	command -v "$t" >/dev/null || die "$t missing (run 'make deps')"
 done
 ccver=$(gcc -dumpfullversion)
-hash=$( { echo "$srcver"; echo "gcc $ccver"; cat "$frag"; } | sha256sum | cut -c1-12)
+# Bump RECIPE ("2", "3", ...) whenever the build steps below change in a way
+# that changes the result: it is part of the key, so every cache rebuilds.
+RECIPE=
+hash=$( { echo "$srcver"; echo "gcc $ccver"; cat "$frag"
+	  [ -z "$RECIPE" ] || echo "recipe $RECIPE"; } | sha256sum | cut -c1-12)
 key=debug-$srcver-$hash
 dir=$RIG/$key
 build=$dir/build
 
-mkdir -p "$RIG" || die "cannot create $RIG (set LZCHAN_RIG_CACHE to a writable place)"
-exec 9> "$RIG/.lock"
+mkdir -p "$RIG" 2>/dev/null || die "cannot create $RIG (run 'make deps' as root, or set LZCHAN_RIG_CACHE)"
+# A read-only descriptor is enough for flock, so a cached build can be used
+# by someone who cannot write the cache.
+[ -e "$RIG/.lock" ] || : > "$RIG/.lock" || die "cannot write $RIG"
+exec 9< "$RIG/.lock"
 flock 9
 
 if [ ! -f "$dir/.ready" ]; then
@@ -81,10 +88,9 @@ if [ ! -f "$dir/.ready" ]; then
 	echo "$(( $(date +%s) - start ))" > "$dir/build-seconds"
 	touch "$dir/.ready"
 	say "built in $(cat "$dir/build-seconds") s"
-	# Older keys (another fragment or source version) are dead weight.
-	for old in "$RIG"/debug-*; do
-		[ "$old" = "$dir" ] || rm -rf "$old"
-	done
+	# Older keys (another fragment or source version): keep the newest
+	# one besides this (another clone or branch may still use it).
+	ls -dt "$RIG"/debug-* | grep -vxF "$dir" | tail -n +2 | xargs -r rm -rf || true
 fi
 
 kver=$(make -s -C "$dir/src" O="$build" kernelrelease 2>/dev/null | tail -n 1)

@@ -64,7 +64,7 @@ fi
 # --- kselftest harness headers (not committed: extracted at build time) ---
 ksft=$CACHE/kselftest
 if [ ! -s "$ksft/kselftest_harness.h" ] || [ ! -s "$ksft/kselftest.h" ]; then
-	tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
+	tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1) || true
 	[ -n "$tarball" ] || die "linux-source-6.1 tarball not found in /usr/src"
 	say "extracting kselftest headers from $tarball"
 	tmp=$(mktemp -d)

@@ -28,7 +28,7 @@ for patch in "$@"; do
 	tests=$(sed -n 's/^Tests: //p' "$patch" | head -n 1)
 	tmp=$(mktemp -d)
 	(cd "$top" && tar -c Kbuild kmod) | tar -x -C "$tmp"
-	if ! (cd "$tmp" && patch -s -p1 < "$patch"); then
+	if ! patch -d "$tmp" -s -p1 < "$patch"; then
 		echo "not ok - $name: the patch no longer applies to kmod/"
 		failed=1; rm -rf "$tmp"; continue
 	fi

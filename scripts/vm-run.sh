@@ -52,10 +52,16 @@ if ! flock -n 8; then
 	echo "vm-run: another run on '$name' holds $vm; waiting for it" >&2
 	flock 8
 fi
+# The debug kernel: make sure the cached build is the one the current
+# config fragment asks for (instant when it is; a build when it is not).
+if [ "$name" = debug ]; then
+	CACHE=$CACHE "$top/scripts/debug-kernel.sh" >&2 ||
+		fail_early "debug kernel built (scripts/debug-kernel.sh failed)"
+fi
 [ -f "$vm/kernel.env" ] || fail_early "kernel '$name' prepared (run 'make deps': $vm/kernel.env missing)"
+DEBUG=	# only kernel.env says so, never the caller's environment
 # shellcheck disable=SC1091
 . "$vm/kernel.env"
-DEBUG=${DEBUG:-}
 [ -s "$VMLINUZ" ] || fail_early "kernel image present ($VMLINUZ missing: run 'make deps')"
 # A KASAN kernel under software emulation runs every suite several times
 # slower (and the debug run does more: see selftests/vm/init).
@@ -91,9 +97,10 @@ kbuild() {	# M= directory (as seen by the build): make modules for $KDIR
 	fi
 }
 if [ -n "$ROOT" ]; then
-	bsrc=$ROOT/build/lzchan
+	# Per kernel: trixie and trixie-backports share the root.
+	bsrc=$ROOT/build/lzchan-$name
 	src_copy "$bsrc"
-	kbuild /build/lzchan > "$vm/build.log" 2>&1
+	kbuild "/build/lzchan-$name" > "$vm/build.log" 2>&1
 else
 	bsrc=$vm/src
 	src_copy "$bsrc"
@@ -173,6 +180,16 @@ fi
 # instruction (the emulator running stale code).  Stock kernels reach
 # /init in about 4 s.
 BOOT_TIMEOUT=${LZCHAN_BOOT_TIMEOUT:-120}
+# A vm-run killed mid-boot takes its qemu along (which would otherwise run
+# on for up to QEMU_TIMEOUT, holding the kernel's lock).
+qemu_pid=
+stop_qemu() {
+	[ -n "$qemu_pid" ] || return 0
+	pkill -KILL -P "$qemu_pid" 2>/dev/null
+	kill -KILL "$qemu_pid" 2>/dev/null
+}
+trap stop_qemu EXIT
+trap 'stop_qemu; exit 130' INT TERM
 BOOT_TRIES=${LZCHAN_BOOT_TRIES:-5}
 boot() {
 	local pid waited=0
@@ -189,6 +206,7 @@ boot() {
 		-display none -monitor none -nic none -no-reboot \
 		-serial "file:$console" -serial "file:$results" </dev/null &
 	pid=$!
+	qemu_pid=$pid
 	while kill -0 "$pid" 2>/dev/null && ! grep -q '^=== LZCHAN-BEGIN' "$results" 2>/dev/null; do
 		if [ $waited -ge "$BOOT_TIMEOUT" ]; then
 			echo "# no /init after ${BOOT_TIMEOUT}s: stopping qemu; last console line: $(tail -n 1 "$console" 2>/dev/null | tr -d '\r')"
@@ -200,6 +218,9 @@ boot() {
 		waited=$((waited + 1))
 	done
 	wait "$pid"
+	local rc=$?
+	qemu_pid=
+	return $rc
 }
 # Software emulation very rarely kills a kernel during its own boot (seen
 # once with 6.12: a fault in a crypto self-test thread, garbage EFLAGS).
@@ -238,6 +259,9 @@ elif grep -q 'at arch/x86/kernel/traps.c:[0-9]* exc_debug_kernel' "$console" || 
 	cp "$console" "$vm/console-emulator-fault.log"
 	cp "$results" "$vm/results-emulator-fault.log"
 	echo "# emulator fault: a kernel-mode single-step trap (exc_debug_kernel) or a double fault outside lzchan, the emulator's garbage-EFLAGS signature; logs kept as $vm/*-emulator-fault.log; booting once more"
+	# What that boot reported, so a real report before the fault shows.
+	tr -d '\r' < "$console" | grep -E 'BUG:|WARNING:|UBSAN:|KASAN:|lzchan' |
+		sed 's/^\[ *[0-9.]*\] //' | awk '!seen[$0]++' | head -n 10 | sed 's/^/#   discarded boot: /'
 	boot
 	qrc=$?
 fi
@@ -331,10 +355,12 @@ kmemleak_check() {
 	fi
 	flush() {
 		[ -n "$obj" ] || return 0
-		if [ $rig = 1 ]; then
-			n_rig=$((n_rig + 1))
-		elif [ $ours = 1 ]; then
+		# lzchan's wins: a frame of ours makes it our leak, whatever
+		# else is in the backtrace.
+		if [ $ours = 1 ]; then
 			n_ours=$((n_ours + 1)); ours_txt+=("$obj")
+		elif [ $rig = 1 ]; then
+			n_rig=$((n_rig + 1))
 		else
 			n_other=$((n_other + 1)); other_txt+=("$obj")
 		fi
@@ -347,7 +373,7 @@ kmemleak_check() {
 		esac
 		case $line in
 		*"[lzchan]"*) ours=1 ;;
-		*rigcheck_leak*) rig=1 ;;
+		*"rigcheck_leak_alloc+"*"[lzchan_rigcheck]"*) rig=1 ;;
 		*"] 0x"*)
 			a=0x${line##*] 0x}; a=${a%% *}
 			if [[ $a =~ ^0x[0-9a-f]+$ ]] && [[ $base =~ ^0x[0-9a-f]+$ ]] &&
