@@ -20,6 +20,19 @@
 
 #include <linux/lzchan.h>
 
+/*
+ * The harness kills a test after TEST_TIMEOUT_DEFAULT (30 s in 6.1's
+ * harness).  On the rig's debug kernel (KASAN, lockdep, kmemleak under
+ * software emulation) a test that takes one second on a stock kernel can
+ * take thirty, so every TEST()/TEST_F() defined after this header gets
+ * four minutes: still far below a real hang's cost, since /init's
+ * per-program timeout (selftests/settings) bounds the whole program too.
+ */
+#ifdef TEST_TIMEOUT_DEFAULT
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 240
+#endif
+
 /* The VM rig promised the module (LZCHAN_EXPECT_DEV=1). */
 static inline int lz_expect_dev(void)
 {
