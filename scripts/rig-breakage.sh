@@ -8,7 +8,9 @@
 #   scripts/rig-breakage.sh [PATCH...]     default: every patch
 #
 # Each patch's header names the report ("Expect:", an extended regex over
-# vm-run.sh's output) and the suites that reach the broken code ("Tests:").
+# vm-run.sh's output), the suites that reach the broken code ("Tests:") and
+# optionally qemu's time limit ("Timeout:", seconds; for a bug that hangs
+# the guest after its report, which the console log then holds).
 # Needs 'make deps' (the debug kernel) and 'make lib selftests'.  Not part
 # of 'make check' (each boot takes minutes); the building page has the
 # results.  The working tree is never touched: each patch is applied to a
@@ -26,6 +28,7 @@ for patch in "$@"; do
 	name=$(basename "$patch" .patch)
 	expect=$(sed -n 's/^Expect: //p' "$patch" | head -n 1)
 	tests=$(sed -n 's/^Tests: //p' "$patch" | head -n 1)
+	limit=$(sed -n 's/^Timeout: //p' "$patch" | head -n 1)
 	tmp=$(mktemp -d)
 	(cd "$top" && tar -c Kbuild kmod) | tar -x -C "$tmp"
 	if ! patch -d "$tmp" -s -p1 < "$patch"; then
@@ -34,7 +37,7 @@ for patch in "$@"; do
 	fi
 	out=$CACHE/vm/breakage-$name.log
 	LZCHAN_KMOD_SRC=$tmp LZCHAN_VM_TESTS=${tests:-lzchan_dev} \
-		LZCHAN_VM_TIMEOUT=${LZCHAN_VM_TIMEOUT:-1200} \
+		LZCHAN_VM_TIMEOUT=${limit:-${LZCHAN_VM_TIMEOUT:-600}} \
 		"$top/scripts/vm-run.sh" debug > "$out" 2>&1
 	rm -rf "$tmp"
 	if ! grep -q '^not ok' "$out"; then

@@ -25,11 +25,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	/* xorshift64* */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return lz_xorshift(&rng);
 }
 
 static uint64_t below(uint64_t n)

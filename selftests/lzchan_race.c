@@ -162,10 +162,7 @@ struct tstate {
 
 static uint64_t rnd(void)
 {
-	rs ^= rs >> 12;
-	rs ^= rs << 25;
-	rs ^= rs >> 27;
-	return rs * 0x2545F4914F6CDD1DULL;
+	return lz_xorshift(&rs);
 }
 
 static uint32_t below(uint32_t n)

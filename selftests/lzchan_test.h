@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,16 @@
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 240
 #endif
+
+/* xorshift64*: the fuzzers' cheap random numbers, reproducible from a
+ * printed seed; *s must not be 0. */
+static inline uint64_t lz_xorshift(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1DULL;
+}
 
 /* The VM rig promised the module (LZCHAN_EXPECT_DEV=1). */
 static inline int lz_expect_dev(void)
