@@ -3,6 +3,9 @@
  * The one place where kernel API differences between the kernels lzchan
  * supports (6.1 .. current) are papered over.  Code elsewhere uses the
  * newest API; this header supplies it on older kernels.
+ *
+ * The VM rig builds and tests the module on 6.1, 6.12 and 7.3 (Debian's
+ * trixie-backports); 7.3 needed nothing beyond what 6.12 needs.
  */
 #ifndef _LZCHAN_COMPAT_H
 #define _LZCHAN_COMPAT_H
