@@ -439,7 +439,10 @@ int lzchan_chan_unlink(struct lzchan_unlink *u)
 	if (!chan) {
 		ret = -ENOENT;
 	} else if (!uid_eq(euid, chan->uid) && !uid_eq(euid, chan->cuid) &&
-		   !ns_capable(chan->ns->user_ns, CAP_IPC_OWNER)) {
+		   !ns_capable(chan->ns->user_ns, CAP_SYS_ADMIN)) {
+		/* As SysV IPC_RMID: owner, creator or CAP_SYS_ADMIN in the
+		 * namespace's user namespace.  CAP_IPC_OWNER only overrides
+		 * the mode bits (lzchan_chan_permission()), never removal. */
 		ret = -EPERM;
 	} else {
 		lzchan_chan_unlink_locked(chan);

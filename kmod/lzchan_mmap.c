@@ -11,6 +11,8 @@
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/personality.h>
+#include <linux/sched.h>
 
 #include "lzchan_compat.h"
 #include "lzchan_internal.h"
@@ -54,14 +56,23 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 	/* VM_MAYSHARE: a MAP_SHARED mapping of an O_RDONLY fd lacks VM_SHARED. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	if (vma->vm_flags & VM_EXEC)
-		return -EPERM;
+	/*
+	 * Never executable.  A process with the READ_IMPLIES_EXEC personality
+	 * gets PROT_EXEC added to every PROT_READ mapping without asking: drop
+	 * it for that process instead of refusing every mapping it makes.
+	 */
+	if (vma->vm_flags & VM_EXEC) {
+		if (!(current->personality & READ_IMPLIES_EXEC))
+			return -EPERM;
+		vm_flags_clear(vma, VM_EXEC);
+	}
 
+	/* Before the shift: an offset whose byte value wraps u64 is refused. */
+	if (vma->vm_pgoff > (U64_MAX >> PAGE_SHIFT))
+		return -EINVAL;
 	l = &chan->layout;
 	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
 	len = vma->vm_end - vma->vm_start;
-	if (vma->vm_pgoff > (U64_MAX >> PAGE_SHIFT))
-		return -EINVAL;
 
 	if (lzchan_range_in(off, len, l->info_off, l->info_size)) {
 		writable = false;

@@ -141,7 +141,7 @@ check "an unprivileged user lists the channel (like ipcs)" \
 	eval "[ \$s = 0 ] && out_has '^$p.a '"
 as_nobody "$tool rm $p.a" > "$out" 2> "$err"; s=$?
 check "unprivileged remove: EPERM, who may" \
-	eval "[ \$s = 1 ] && err_has '(EPERM)' && err_has 'belongs to uid 0' && err_has CAP_IPC_OWNER"
+	eval "[ \$s = 1 ] && err_has '(EPERM)' && err_has 'belongs to uid 0' && err_has CAP_SYS_ADMIN"
 chmod 0600 /dev/lzchan
 as_nobody "$tool list" > "$out" 2> "$err"; s=$?
 chmod 0666 /dev/lzchan

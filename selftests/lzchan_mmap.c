@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 
+#include <sys/personality.h>
+
 #include "kselftest_harness.h"
 #include "lzchan_test.h"
 
@@ -315,6 +317,57 @@ TEST_F(chan, no_page_pinning)
 	EXPECT_EQ(-1, pread(fd, buf, sizeof(buf), (off_t)(uintptr_t)p));
 	close(fd);
 	munmap(p, self->l.lane_size);
+}
+
+/*
+ * READ_IMPLIES_EXEC adds PROT_EXEC to every PROT_READ mapping of the
+ * process: the module drops it (channel memory is never executable)
+ * rather than refusing every mapping.  Without that personality an
+ * explicit PROT_EXEC is still refused.
+ */
+static int maps_perms(void *p, char perms[5])
+{
+	unsigned long start, end, want = (unsigned long)p;
+	char line[256];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3 &&
+			start == want;
+	fclose(f);
+	return found;
+}
+
+TEST_F(chan, read_implies_exec_personality)
+{
+	int status;
+	pid_t pid;
+
+	LZ_NEED_DEV();
+	EXPECT_EQ(NULL, lz_map(self->rx, self->l.info_off, self->l.info_size,
+			       PROT_READ | PROT_EXEC));
+	EXPECT_EQ(EPERM, errno);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char perms[5] = "";
+		void *p;
+
+		if (personality(PER_LINUX | READ_IMPLIES_EXEC) < 0)
+			_exit(1);
+		p = lz_map(self->rx, self->l.info_off, self->l.info_size, PROT_READ);
+		if (!p)
+			_exit(2);
+		if (!maps_perms(p, perms))
+			_exit(3);
+		_exit(strcmp(perms, "r--s") ? 4 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 /* ---- NUMA placement ---- */

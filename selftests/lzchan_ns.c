@@ -5,6 +5,9 @@
  * other checks; a user namespace gets what its mapped ids allow.
  */
 #include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sched.h>
 
 #include "kselftest_harness.h"
@@ -184,6 +187,58 @@ TEST(permissions)
 	EXPECT_LE(0, fd);
 	close(fd);
 	EXPECT_EQ(0, lz_unlink(name));
+}
+
+/*
+ * Removal follows SysV IPC_RMID: the owner, the creator, or CAP_SYS_ADMIN
+ * in the namespace's user namespace.  CAP_IPC_OWNER overrides the mode
+ * bits only: with it a stranger may open a mode-0 channel, never unlink it.
+ */
+struct cap_case {
+	const char *name;
+	unsigned int cap;
+	int want_open, want_unlink;
+};
+
+static int with_one_cap(void *arg)
+{
+	const struct cap_case *c = arg;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	int fd;
+
+	/* A stranger (uid 1234) that kept exactly one capability. */
+	if (prctl(PR_SET_KEEPCAPS, 1) || setresgid(1234, 1234, 1234) ||
+	    setgroups(0, NULL) || setresuid(1234, 1234, 1234))
+		return 10;
+	d[c->cap / 32].effective = d[c->cap / 32].permitted = 1U << (c->cap % 32);
+	if (syscall(SYS_capset, &h, d))
+		return 11;
+	fd = lz_open(c->name, LZCHAN_OPEN_SENDER, NULL);
+	if ((fd >= 0 ? 0 : fd) != c->want_open)
+		return 12;
+	if (fd >= 0)
+		close(fd);
+	if (lz_unlink(c->name) != c->want_unlink)
+		return 13;
+	return 0;
+}
+
+TEST(unlink_needs_owner_or_sys_admin)
+{
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	const char *name = lz_name("rmid");
+	struct cap_case c;
+
+	LZ_NEED_DEV();
+	g.mode = 0;
+	ASSERT_EQ(0, lz_create(name, g));
+	c = (struct cap_case){ name, CAP_IPC_OWNER, 0, -EPERM };
+	EXPECT_EQ(0, in_child(with_one_cap, &c));
+	EXPECT_EQ(1, lz_list_has(name));	/* still there */
+	c = (struct cap_case){ name, CAP_SYS_ADMIN, -EACCES, 0 };
+	EXPECT_EQ(0, in_child(with_one_cap, &c));
+	EXPECT_EQ(-ENOENT, lz_unlink(name));
 }
 
 /* ---- user namespaces ---- */

@@ -153,7 +153,7 @@ static void explain(const char *what, const char *name, int err, int need)
 				     need == 'r' ? "receiving" : "sending", need, getuid(), getgid());
 			else if (be == LZCHAN_BACKEND_DEV)
 				fail(what, err, "'%s' belongs to uid %u (creator uid %u): only "
-				     "they or a process with CAP_IPC_OWNER may do this", name,
+				     "they or a process with CAP_SYS_ADMIN may do this", name,
 				     st.uid, st.cuid);
 			else
 				fail(what, err, "'%s' belongs to uid %u: only its owner may "
@@ -1329,7 +1329,7 @@ static const struct cmd cmds[] = {
 	  "The largest message is (slots - 1) x slot size - 8 bytes.\n" },
 	{ "remove", "rm", cmd_remove, "remove NAME",
 	  "Remove a channel's name; processes attached keep using it until they\n"
-	  "close.  Allowed to its owner or creator (dev: or CAP_IPC_OWNER).\n" },
+	  "close.  Allowed to its owner or creator (dev: or CAP_SYS_ADMIN).\n" },
 	{ "send", NULL, cmd_send, "send NAME [--records] [--timeout MS]",
 	  "Send stdin to the channel: each line (without its newline) becomes one\n"
 	  "message; with --records, each record: a 4-byte little-endian length,\n"
