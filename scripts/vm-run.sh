@@ -161,11 +161,12 @@ printf '%s\n' "${tests[@]}" > "$initrd/tests/list"
 console=$vm/console.log results=$vm/results.log
 cpu=max append="console=ttyS0 panic=-1 loglevel=7"
 if [ -n "$DEBUG" ]; then
-	# The debug kernel hangs at boot under "-cpu max" (in its RCU-tasks
-	# self-test, under software emulation); a named model boots.  Every
-	# KASAN report is printed (not only the first), and init is told to
-	# run the debug schedule: LZCHAN_RIG=debug reaches it as environment.
-	# Less the features software emulation lacks (qemu warns about each).
+	# A named model, as the first debug build hung under -cpu max
+	# (that hang was the RCU-tasks self-test of a preemptible build, and it
+	# struck named models too: see debug.config), less the features
+	# software emulation lacks (qemu warns about each).  Every KASAN report
+	# is printed (not only the first), and init is told to run the debug
+	# schedule: LZCHAN_RIG=debug reaches it as environment.
 	cpu=${LZCHAN_DEBUG_CPU:-Skylake-Client-v4,-pcid,-x2apic,-tsc-deadline,-invpcid,-rdseed,-spec-ctrl,-3dnowprefetch,-xsavec,-xsaves}
 	# No speculation mitigations: the emulated Skylake is "vulnerable" to
 	# RETBleed and the kernel WARNs so at boot; a test VM has no secrets.
@@ -173,12 +174,12 @@ if [ -n "$DEBUG" ]; then
 fi
 # A guest that has not reached /init after BOOT_TIMEOUT seconds is stuck in
 # its own boot: qemu is stopped, and the retry below boots it again.  Seen
-# with the debug kernel, one boot in three or so when the machine is
-# loaded: its RCU-tasks self-test (PROVE_RCU, before any module can load)
-# waits for minutes, where the same kernel reaches /init in 16-20 s; and
-# once an int3 oops in __mod_timer right after the kernel patched that
-# instruction (the emulator running stale code).  Stock kernels reach
-# /init in about 4 s.
+# with the debug kernel's first, preemptible build, one boot in three or so
+# on a loaded machine: its RCU-tasks self-test (PROVE_RCU, before any module
+# can load) waited for minutes, where the kernel reaches /init in 16-20 s
+# (the build is no longer preemptible: see debug.config); and once an int3
+# oops in __mod_timer right after the kernel patched that instruction (the
+# emulator running stale code).  Stock kernels reach /init in about 4 s.
 BOOT_TIMEOUT=${LZCHAN_BOOT_TIMEOUT:-120}
 # A vm-run killed mid-boot takes its qemu along (which would otherwise run
 # on for up to QEMU_TIMEOUT, holding the kernel's lock).
@@ -392,7 +393,7 @@ kmemleak_check() {
 	if [ -n "$mod" ] && [ $n_ours = 0 ]; then
 		check ok "kmemleak: no leak in lzchan ($n_other elsewhere in the kernel)"
 	else
-		check "not ok" "kmemleak: no leak in lzchan (${n_ours} leaked objects${mod:+}; module range '${mod:-not recorded}')"
+		check "not ok" "kmemleak: no leak in lzchan ($n_ours leaked objects; lzchan was '${mod:-not recorded}')"
 		printf '%s\n' "${ours_txt[@]}" | head -n 60 | sed 's/^/#   /'
 	fi
 	if [ $n_other -gt 0 ]; then
