@@ -15,6 +15,7 @@
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/nodemask.h>
 #include <linux/nospec.h>
@@ -66,6 +67,7 @@ union lzchan_ioctl_buf {
 	struct lzchan_list list;
 	struct lzchan_set_eventfd set_eventfd;
 	struct lzchan_peer peer;
+	struct lzchan_placement placement;
 };
 
 struct lzchan_ioctl_op {
@@ -146,6 +148,32 @@ static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
 	return lzchan_chan_peer(f, arg);
 }
 
+static int lzchan_ioc_placement(struct lzchan_file *f, void *arg)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	struct lzchan_placement *pl = arg;
+	s32 __user *nodes = u64_to_user_ptr(pl->nodes);
+	unsigned long first, n, i;
+
+	if (!chan)
+		return -EBADFD;
+	if (pl->flags || pl->reserved0 || memchr_inv(pl->reserved, 0, sizeof(pl->reserved)))
+		return -EINVAL;
+	if (!PAGE_ALIGNED(pl->offset) || pl->offset >= (u64)chan->npages << PAGE_SHIFT)
+		return -EINVAL;
+	first = pl->offset >> PAGE_SHIFT;
+	n = min_t(unsigned long, pl->count, chan->npages - first);
+	/* The page array is fixed for the channel's life: no lock. */
+	for (i = 0; i < n; i++) {
+		if (put_user(page_to_nid(chan->pages[first + i]), nodes + i))
+			return -EFAULT;
+		if (!(i & 1023))
+			cond_resched();
+	}
+	pl->count = n;
+	return 0;
+}
+
 #define LZCHAN_IOCTL_OP(_nr, _fn, _struct, _last)			\
 	[_IOC_NR(_nr)] = {						\
 		.execute = _fn,						\
@@ -171,6 +199,8 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 	[_IOC_NR(LZCHAN_IOC_WAKE)] = { .execute = lzchan_ioc_wake },
 	LZCHAN_IOCTL_OP(LZCHAN_IOC_PEER, lzchan_ioc_peer,
 			struct lzchan_peer, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_PLACEMENT, lzchan_ioc_placement,
+			struct lzchan_placement, reserved),
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,
@@ -323,6 +353,7 @@ static int __init lzchan_init(void)
 	BUILD_BUG_ON(offsetof(struct lzchan_create, reserved) % 8);
 	BUILD_BUG_ON(offsetof(struct lzchan_open, reserved) % 8);
 	BUILD_BUG_ON(offsetof(struct lzchan_peer, reserved) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_placement, nodes) % 8);
 
 	ret = misc_register(&lzchan_misc);
 	if (ret) {

@@ -5,9 +5,19 @@
  * An area a role may only read is mapped with VM_MAYWRITE cleared, so
  * mprotect() cannot upgrade it (as binder does); nothing is executable.
  *
- * Pages are inserted on fault from the channel's page array.  The mapping
- * holds the file (vm_file), the file holds the channel, so the pages live
- * as long as any mapping does, fd closed or not.
+ * Pages are inserted on fault from the channel's page array as raw page
+ * frames (VM_PFNMAP, vmf_insert_pfn()): the page tables hold special
+ * entries that take no page reference, and no get_user_pages() path --
+ * the lockless GUP-fast one (vmsplice, O_DIRECT, AIO) included -- hands
+ * out a page behind a special entry.  So channel memory is reachable only
+ * through a live mapping of this file, never through a pin that outlives
+ * it: a departed sender cannot keep writing into, or reading from, a lane
+ * that a new sender (perhaps another uid) took over; a departed receiver
+ * cannot keep reading a freed channel's pages.
+ *
+ * The mapping holds the file (vm_file), the file holds the channel, so the
+ * pages live as long as any mapping does, fd closed or not; munmap() and
+ * exit zap the entries before the file's last reference goes.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -21,15 +31,13 @@ static vm_fault_t lzchan_vm_fault(struct vm_fault *vmf)
 {
 	struct lzchan_file *f = vmf->vma->vm_file->private_data;
 	struct lzchan_chan *chan = lzchan_file_chan(f);
-	struct page *page;
 
 	/* mmap() checked the range and VM_DONTEXPAND keeps it; be safe. */
 	if (WARN_ON_ONCE(!chan || vmf->pgoff >= chan->npages))
 		return VM_FAULT_SIGBUS;
-	page = chan->pages[vmf->pgoff];
-	get_page(page);
-	vmf->page = page;
-	return 0;
+	/* No reference taken: the mapping's file holds the channel. */
+	return vmf_insert_pfn(vmf->vma, vmf->address,
+			      page_to_pfn(chan->pages[vmf->pgoff]));
 }
 
 static const struct vm_operations_struct lzchan_vm_ops = {
@@ -100,13 +108,14 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	vm_flags_clear(vma, VM_MAYEXEC);
 	/*
-	 * VM_IO: no get_user_pages() on channel memory.  A pin (O_DIRECT, a
-	 * FUSE direct_io read) would let a departed sender write into its old
-	 * lane after a new sender, with other credentials, took it over.  It
-	 * also keeps NUMA balancing from migrating or hinting-faulting pages
-	 * placed on purpose.
+	 * VM_PFNMAP: special entries, so no get_user_pages() of any kind
+	 * (see the top of this file).  VM_IO makes the slow GUP path and
+	 * /proc/pid/mem refuse the range early; NUMA balancing and
+	 * migration skip it, so pages stay where they were placed.  Never a
+	 * COW mapping (VM_MAYSHARE was required above), as vmf_insert_pfn()
+	 * needs for VM_PFNMAP.
 	 */
-	vm_flags_set(vma, VM_DONTEXPAND | VM_IO);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_IO | VM_PFNMAP);
 	vma->vm_ops = &lzchan_vm_ops;
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * Mapping a channel: the layout, per-role protections (forbidden writes
  * fault, forbidden mprotect upgrades fail), bounds, lifetime after close,
- * and NUMA placement verified from userspace with move_pages(2).
+ * and NUMA placement as the module reports it (LZCHAN_IOC_PLACEMENT).
  */
 #include <sched.h>
 #include <stdint.h>
@@ -372,16 +372,6 @@ TEST_F(chan, read_implies_exec_personality)
 
 /* ---- NUMA placement ---- */
 
-static int node_of(void *p)
-{
-	void *pages[1] = { p };
-	int status[1] = { -1 };
-
-	if (syscall(SYS_move_pages, 0, 1UL, pages, NULL, status, 0))
-		return -errno;
-	return status[0];
-}
-
 static int nr_nodes(void)
 {
 	char path[64];
@@ -395,47 +385,91 @@ static int nr_nodes(void)
 	}
 }
 
-/* Every page of every area is on @node (as a receiver sees them). */
-static int all_on_node(int rx, int node, struct __test_metadata *_metadata)
+static int lz_placement(int fd, __u64 off, __u32 count, __s32 *nodes)
+{
+	struct lzchan_placement pl = {
+		.size = sizeof(pl), .offset = off, .count = count,
+		.nodes = (uintptr_t)nodes,
+	};
+	int r = lz_ioctl(fd, LZCHAN_IOC_PLACEMENT, &pl);
+
+	return r ? r : (int)pl.count;
+}
+
+/* Every page of the channel is on @node, as the module reports it. */
+static int all_on_node(int fd, int node, struct __test_metadata *_metadata)
 {
 	struct lzchan_info in;
-	const struct lzchan_layout *l = &in.layout;
-	long ps = page_size();
-	char *p;
-	__u64 off, total;
+	__u64 npages, i;
+	__s32 *nodes;
 	int bad = 0;
 
-	if (lz_info(rx, &in))
+	if (lz_info(fd, &in))
 		return -1;
-	total = in.stat.bytes;
-	for (off = 0; off < total; off += ps) {
-		__u64 area, size;
-
-		if (off < l->rx_off) {
-			area = l->info_off; size = l->info_size;
-		} else if (off < l->bell_off) {
-			area = l->rx_off; size = l->rx_size;
-		} else if (off < l->lanes_off) {
-			area = l->bell_off; size = l->bell_size;
-		} else {
-			area = l->lanes_off + (off - l->lanes_off) / l->lane_stride * l->lane_stride;
-			size = l->lane_size;
-			if (off >= area + size)
-				continue;
-		}
-		p = lz_map(rx, off, ps, PROT_READ);
-		if (!p)
-			return -1;
-		(void)*(volatile char *)p;
-		if (node_of(p) != node) {
-			TH_LOG("page at offset %llu (area %llu+%llu) on node %d",
-			       (unsigned long long)off, (unsigned long long)area,
-			       (unsigned long long)size, node_of(p));
+	npages = in.stat.bytes / page_size();
+	nodes = calloc(npages, sizeof(*nodes));
+	if (!nodes || lz_placement(fd, 0, npages, nodes) != (int)npages) {
+		free(nodes);
+		return -1;
+	}
+	for (i = 0; i < npages; i++)
+		if (nodes[i] != node) {
+			TH_LOG("page %llu on node %d", (unsigned long long)i, nodes[i]);
 			bad++;
 		}
-		munmap(p, ps);
-	}
+	free(nodes);
 	return bad;
+}
+
+/*
+ * LZCHAN_IOC_PLACEMENT: pages from an offset, clipped at the channel's
+ * end; bad offsets and flags refused.  move_pages(2) cannot see channel
+ * pages (raw page frames): placement is read only from the module.
+ */
+TEST_F(chan, placement_ioctl)
+{
+	long ps = page_size();
+	struct lzchan_placement pl = { .size = sizeof(pl) };
+	struct lzchan_info in;
+	__u64 npages;
+	int unbound;
+	__s32 nodes[8] = { -7, -7, -7, -7, -7, -7, -7, -7 };
+	void *pages[1];
+	int status[1] = { 12345 };
+	char *p;
+
+	LZ_NEED_DEV();
+	ASSERT_EQ(0, lz_info(self->rx, &in));
+	npages = in.stat.bytes / ps;
+	EXPECT_EQ(1, lz_placement(self->rx, 0, 1, nodes));
+	EXPECT_LE(0, nodes[0]);
+	EXPECT_EQ(-7, nodes[1]);
+	/* Clipped at the end: two pages asked, one left. */
+	EXPECT_EQ(1, lz_placement(self->tx, (npages - 1) * ps, 2, nodes));
+	EXPECT_EQ(0, lz_placement(self->rx, 0, 0, nodes));
+	EXPECT_EQ(-EINVAL, lz_placement(self->rx, npages * ps, 1, nodes));
+	EXPECT_EQ(-EINVAL, lz_placement(self->rx, 1, 1, nodes));
+	EXPECT_EQ(-EFAULT, lz_placement(self->rx, 0, 1, (__s32 *)8));
+	pl.flags = 1;
+	pl.count = 1;
+	pl.nodes = (uintptr_t)nodes;
+	EXPECT_EQ(-EINVAL, lz_ioctl(self->rx, LZCHAN_IOC_PLACEMENT, &pl));
+	pl.flags = 0;
+	pl.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, lz_ioctl(self->rx, LZCHAN_IOC_PLACEMENT, &pl));
+	unbound = lz_dev();
+	ASSERT_LE(0, unbound);
+	EXPECT_EQ(-EBADFD, lz_placement(unbound, 0, 1, nodes));
+	close(unbound);
+
+	/* The mm has no page to report behind a channel mapping. */
+	p = lz_map(self->rx, self->l.info_off, self->l.info_size, PROT_READ);
+	ASSERT_NE(NULL, p);
+	(void)*(volatile char *)p;
+	pages[0] = p;
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1UL, pages, NULL, status, 0));
+	EXPECT_GT(0, status[0]);
+	munmap(p, self->l.info_size);
 }
 
 TEST(placement_on_node1)

@@ -310,8 +310,18 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 			if (r || mb[0].len != payload)
 				goto bad;
 			d = mb[0].data;
-			if (run->node == -2)
+			if (run->node == -2) {
+				struct lzchan_geom g;
+
 				run->node = lzb_mem_node(d);
+				/* The module maps raw page frames, which
+				 * get_mempolicy() cannot look up: report the
+				 * node it allocated from (it falls back to
+				 * another only when that one is full). */
+				if (run->node < 0 && !lzchan_geometry(ch, &g) &&
+				    g.backend == LZCHAN_BACKEND_DEV)
+					run->node = g.numa_node;
+			}
 			if (d[1] < 1 || d[1] > (uint32_t)run->senders || d[0] != (uint32_t)expect[d[1]])
 				goto order;
 			expect[d[1]]++;

@@ -65,8 +65,11 @@ struct lzchan_features {
 #define LZCHAN_FEAT_NUMA	(1ULL << 0)	/* create: numa_node, NODE_STRICT */
 #define LZCHAN_FEAT_EVENTFD	(1ULL << 1)	/* SET_EVENTFD / WAKE */
 #define LZCHAN_FEAT_PEERCRED	(1ULL << 2)	/* PEER */
+#define LZCHAN_FEAT_PLACEMENT	(1ULL << 3)	/* PLACEMENT */
+#define LZCHAN_FEAT_NOPIN	(1ULL << 4)	/* mappings refuse every pin */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
-				 LZCHAN_FEAT_PEERCRED)
+				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
+				 LZCHAN_FEAT_NOPIN)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -267,6 +270,27 @@ struct lzchan_peer {
 	__u64 reserved[2];
 };
 
+/*
+ * LZCHAN_IOC_PLACEMENT (bound fd): the NUMA node of each page of the
+ * channel, as the module placed it.  Channel memory is mapped as raw page
+ * frames (no page behind a mapping can be pinned or looked up by
+ * move_pages(2) or get_mempolicy(2)), so this is where placement is read.
+ * @offset: a page-aligned byte offset into the channel (as for mmap());
+ * @count: in, room in @nodes (__s32 each); out, pages filled, fewer where
+ * the channel ends.
+ * Errors: EBADFD (fd not bound), EINVAL (flags, reserved, @offset not
+ * page-aligned or past the end), EFAULT.
+ */
+struct lzchan_placement {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u64 offset;
+	__u32 count;
+	__u32 reserved0;
+	__u64 nodes;			/* user pointer to __s32[count] */
+	__u64 reserved[2];
+};
+
 #define LZCHAN_IOC_FEATURES	_IO(LZCHAN_IOC_MAGIC, 0x00)
 #define LZCHAN_IOC_CREATE	_IO(LZCHAN_IOC_MAGIC, 0x01)
 #define LZCHAN_IOC_OPEN		_IO(LZCHAN_IOC_MAGIC, 0x02)
@@ -276,6 +300,7 @@ struct lzchan_peer {
 #define LZCHAN_IOC_SET_EVENTFD	_IO(LZCHAN_IOC_MAGIC, 0x06)
 #define LZCHAN_IOC_WAKE		_IO(LZCHAN_IOC_MAGIC, 0x07)
 #define LZCHAN_IOC_PEER		_IO(LZCHAN_IOC_MAGIC, 0x08)
+#define LZCHAN_IOC_PLACEMENT	_IO(LZCHAN_IOC_MAGIC, 0x09)
 
 /* ------------------------------------------------------------------ */
 /* Shared memory                                                       */
