@@ -76,11 +76,65 @@ if [ ! -s "$ksft/kselftest_harness.h" ] || [ ! -s "$ksft/kselftest.h" ]; then
 	rm -rf "$tmp"
 fi
 
+# The modules the VM rig's slow disk needs (a virtio-blk PCI device), for
+# the Debian kernels that build them as modules (6.1: virtio, virtio_pci
+# and virtio_blk; 6.12 and 7.x: virtio_blk alone).  What a kernel has built
+# in has no file and is skipped.
+RIG_MODULES="virtio_pci virtio_blk"
+
+# Copy the modules of kernel $2 named in RIG_MODULES, with everything they
+# depend on, from the unpacked packages in $1 into $3/, decompressed
+# (busybox's insmod in the initramfs reads plain ELF only), and write their
+# load order, dependencies first, to $3/load.  The packages carry no
+# modules.dep (depmod writes it when the package is installed); it is made
+# of the same thing, each module's "depends" field, which modinfo reads.
+extract_modules() {
+	local x=$1 kver=$2 dest=$3 mdir="" d f n m
+	local -A path=() seen=()
+	local -a order=()
+	for d in "$x/lib/modules/$kver" "$x/usr/lib/modules/$kver"; do
+		[ -d "$d/kernel" ] && mdir=$d
+	done
+	[ -n "$mdir" ] || die "no modules of $kver in its packages"
+	while IFS= read -r f; do
+		n=${f##*/}; n=${n%%.ko*}
+		path[${n//-/_}]=$f
+	done < <(find "$mdir/kernel" -name '*.ko*')
+	add_module() {	# dependencies first; a name without a file is built in
+		local m=$1 dep
+		[ -z "${seen[$m]:-}" ] || return 0
+		seen[$m]=1
+		[ -n "${path[$m]:-}" ] || return 0
+		for dep in $(modinfo -F depends "${path[$m]}" | tr ',' ' '); do
+			add_module "${dep//-/_}"
+		done
+		order+=("$m")
+	}
+	for m in $RIG_MODULES; do
+		add_module "$m"
+	done
+	rm -rf "$dest.tmp" && mkdir -p "$dest.tmp" || die "cannot write $dest.tmp"
+	for m in "${order[@]}"; do
+		f=${path[$m]}
+		case $f in
+		*.ko.xz) xz -dc "$f" ;;
+		*.ko.zst) zstd -qdc "$f" ;;
+		*.ko.gz) gzip -dc "$f" ;;
+		*) cat "$f" ;;
+		esac > "$dest.tmp/$m.ko" || die "cannot decompress $f"
+		echo "$m.ko" >> "$dest.tmp/load"
+	done
+	touch "$dest.tmp/load"
+	rm -rf "$dest" && mv "$dest.tmp" "$dest" || die "cannot write $dest"
+}
+
 # Extract the vmlinuz of kernel $4 from the packages downloaded in $1 into
-# $3 ($2, the image package, names the kernel in messages).  Up to 6.x the
-# image package holds /boot/vmlinuz-KVER; from 7.x Debian ships it as
-# /usr/lib/modules/KVER/vmlinuz in linux-binary-KVER.
-extract_vmlinuz() {
+# $3 ($2, the image package, names the kernel in messages), and the slow
+# disk's modules into modules/ beside it.  Up to 6.x the image package
+# holds /boot/vmlinuz-KVER and the modules; from 7.x Debian ships the
+# former as /usr/lib/modules/KVER/vmlinuz in linux-binary-KVER and the
+# latter in linux-modules-KVER, both of which the image package depends on.
+extract_kernel() {
 	local dir=$1 pkg=$2 dest=$3 kver=$4 x deb f
 	x=$(mktemp -d)
 	for deb in "$dir"/*.deb; do
@@ -93,8 +147,15 @@ extract_vmlinuz() {
 			break
 		fi
 	done
-	rm -rf "$x"
 	[ -s "$dest" ] || die "no vmlinuz for $kver in $pkg (nor in linux-binary-$kver)"
+	extract_modules "$x" "$kver" "$(dirname "$dest")/modules"
+	rm -rf "$x"
+}
+
+# Is kernel $1's cache complete (vmlinuz, and the module list: caches made
+# before the slow disk lack it and are filled in)?
+kernel_cached() {
+	[ -s "$CACHE/kernels/$1/vmlinuz" ] && [ -f "$CACHE/kernels/$1/modules/load" ]
 }
 
 # --- bookworm 6.1: headers on the host, image downloaded next to them ---
@@ -103,13 +164,13 @@ kver_b=${hdr#linux-headers-}
 kdir_b=/usr/src/$hdr
 [ -f "$kdir_b/Makefile" ] || die "headers for $kver_b not found at $kdir_b"
 vm_b=$CACHE/vm/bookworm
-if [ ! -s "$CACHE/kernels/$kver_b/vmlinuz" ]; then
+if ! kernel_cached "$kver_b"; then
 	say "fetching linux-image-$kver_b"
 	dl=$(mktemp -d); chmod 755 "$dl"
 	(cd "$dl" && apt-get download -qq "linux-image-$kver_b" >/dev/null 2>&1) ||
 		(apt-get update -qq || true; cd "$dl" && apt-get download -qq "linux-image-$kver_b") ||
 		die "cannot download linux-image-$kver_b"
-	extract_vmlinuz "$dl" "linux-image-$kver_b" "$CACHE/kernels/$kver_b/vmlinuz" "$kver_b"
+	extract_kernel "$dl" "linux-image-$kver_b" "$CACHE/kernels/$kver_b/vmlinuz" "$kver_b"
 	rm -rf "$dl"
 fi
 mkdir -p "$vm_b"
@@ -138,16 +199,18 @@ if [ ! -x "$root/usr/sbin/dkms" ]; then
 		> "$CACHE/dkms-root.log" 2>&1 ||
 		die "cannot install dkms in $root; see $CACHE/dkms-root.log"
 fi
-# Download linux-image-$1 inside the trixie root and extract its vmlinuz.
+# Download linux-image-$1 inside the trixie root and extract its vmlinuz
+# and the slow disk's modules (7.x: from linux-binary and linux-modules).
 root_image() {
 	local kver=$1
-	[ -s "$CACHE/kernels/$kver/vmlinuz" ] && return 0
+	kernel_cached "$kver" && return 0
 	say "fetching linux-image-$kver"
 	chroot "$root" sh -c "rm -rf /tmp/dl && mkdir -p /tmp/dl && chmod 755 /tmp/dl && cd /tmp/dl && \
 		(apt-get download -qq linux-image-$kver || (apt-get update -qq && apt-get download -qq linux-image-$kver)) && \
-		{ dpkg-deb -c linux-image-*.deb | grep -q vmlinuz || apt-get download -qq linux-binary-$kver; }" \
+		{ dpkg-deb -c linux-image-*.deb | grep -q vmlinuz || apt-get download -qq linux-binary-$kver; } && \
+		{ dpkg-deb -c linux-image-*.deb | grep -q '\\.ko' || apt-get download -qq linux-modules-$kver; }" \
 		>/dev/null 2>&1 || die "cannot download linux-image-$kver in the trixie root"
-	extract_vmlinuz "$root/tmp/dl" "linux-image-$kver" "$CACHE/kernels/$kver/vmlinuz" "$kver"
+	extract_kernel "$root/tmp/dl" "linux-image-$kver" "$CACHE/kernels/$kver/vmlinuz" "$kver"
 	rm -rf "$root/tmp/dl"
 }
 
@@ -194,6 +257,8 @@ if wants trixie-backports; then
 		printf 'KVER=%s\nKDIR=/usr/src/linux-headers-%s\nVMLINUZ=%s\nROOT=%s\n' "$kver_p" \
 			"$kver_p" "$CACHE/kernels/$kver_p/vmlinuz" "$root" > "$bpo/kernel.env"
 	fi
+	# A cache from before the slow disk has its vmlinuz but no modules.
+	root_image "$(sed -n 's/^KVER=//p' "$bpo/kernel.env")"
 	summary="$summary, trixie-backports $(sed -n 's/^KVER=//p' "$bpo/kernel.env")"
 fi
 
