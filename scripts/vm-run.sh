@@ -154,6 +154,17 @@ for t in "${tests[@]}"; do
 	cp "$top/selftests/$t" "$initrd/tests/"
 done
 printf '%s\n' "${tests[@]}" > "$initrd/tests/list"
+# The slow disk's driver: the stock kernels build virtio-blk as modules
+# (make deps puts them, decompressed, beside vmlinuz with their load order);
+# the debug kernel has it built in.  /init loads them in that order.
+kmods=$CACHE/kernels/$KVER/modules
+mkdir -p "$initrd/modules"
+if [ -f "$kmods/load" ]; then
+	while read -r m; do
+		cp "$kmods/$m" "$initrd/modules/" || fail_early "module $m present ($kmods: run 'make deps')"
+	done < "$kmods/load"
+	cp "$kmods/load" "$initrd/modules/load"
+fi
 (cd "$initrd" && find . | cpio -o -H newc --quiet) > "$vm/initramfs.cpio"
 
 # --- boot: 2 vCPUs, one socket per NUMA node (a socket split across nodes
@@ -189,12 +200,22 @@ stop_qemu() {
 	pkill -KILL -P "$qemu_pid" 2>/dev/null
 	kill -KILL "$qemu_pid" 2>/dev/null
 }
-trap stop_qemu EXIT
-trap 'stop_qemu; exit 130' INT TERM
+# The slow disk: a small raw image, fresh for every boot, that qemu's I/O
+# limits (throttling.*) hold to SLOW_IOPS requests a second, so that an
+# O_DIRECT read queued behind a few others lands seconds later
+# (selftests/lzchan_pin.c).  /init names it to the tests in
+# LZCHAN_SLOW_DISK; the limit reaches them as LZCHAN_SLOW_DISK_IOPS.
+SLOW_IOPS=10
+tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/lzchan-vm-$name.XXXXXX") || fail_early "temporary directory made"
+cleanup() { stop_qemu; rm -rf "$tmpdir"; }
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+append="$append LZCHAN_SLOW_DISK_IOPS=$SLOW_IOPS"
 BOOT_TRIES=${LZCHAN_BOOT_TRIES:-5}
 boot() {
 	local pid waited=0
-	rm -f "$console" "$results"
+	rm -f "$console" "$results" "$tmpdir/slow.img"
+	truncate -s 8M "$tmpdir/slow.img" || return 1
 	echo "vm-run: booting $KVER under qemu (software emulation)" >&2
 	timeout -s KILL "$QEMU_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu "$cpu" -smp 2,sockets=2,cores=1,threads=1 -m 2048 \
@@ -203,6 +224,8 @@ boot() {
 		-numa node,nodeid=0,cpus=0,memdev=mem0 \
 		-numa node,nodeid=1,cpus=1,memdev=mem1 \
 		-kernel "$VMLINUZ" -initrd "$vm/initramfs.cpio" \
+		-drive "file=$tmpdir/slow.img,if=none,id=slow,format=raw,throttling.iops-total=$SLOW_IOPS" \
+		-device virtio-blk-pci,drive=slow \
 		-append "$append" \
 		-display none -monitor none -nic none -no-reboot \
 		-serial "file:$console" -serial "file:$results" </dev/null &
@@ -286,6 +309,12 @@ nodes=$(marker NODES)
 if [ "$nodes" = 2 ]; then check ok "two NUMA nodes"; else check "not ok" "two NUMA nodes (saw '${nodes:-none}')"; fi
 status_check INSMOD "insmod lzchan.ko"
 status_check DEVNODE "/dev/lzchan appears"
+slow=$(marker SLOWDISK)
+if [ "$slow" = /dev/vda ]; then
+	check ok "slow disk (virtio-blk, $SLOW_IOPS requests/s) at $slow"
+else
+	check "not ok" "slow disk (virtio-blk, $SLOW_IOPS requests/s) appears (saw '${slow:-none}'; a stock kernel needs its modules from 'make deps')"
+fi
 
 # The suites, renamed <kernel>/<test>.
 awk -v k="$name" '
