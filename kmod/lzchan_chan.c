@@ -17,15 +17,18 @@
 #include <linux/gfp.h>
 #include <linux/hashtable.h>
 #include <linux/highmem.h>
+#include <linux/ipc_namespace.h>
 #include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
 #include <linux/nospec.h>
+#include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/pid.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <linux/uaccess.h>
 #include <linux/user_namespace.h>
 #include <linux/vmalloc.h>
@@ -38,10 +41,20 @@ static DEFINE_HASHTABLE(lzchan_names, 8);
 /* Channels in existence, linked or not; under lzchan_lock. */
 static unsigned int lzchan_nr_channels;
 
-/* Bytes of channel memory per creating uid; under lzchan_lock. */
+/*
+ * Per-user use, under lzchan_lock.  A user is a uid as seen in one user
+ * namespace: a channel is charged to its creator in the user namespace
+ * that owns the channel's IPC namespace, and, as the kernel's ucounts do,
+ * to the owner of each user namespace above that one, up to the initial
+ * one.  So the uids of a container's user namespace are each limited, and
+ * all of them together are limited as the host user who made it.
+ */
 struct lzchan_user {
 	struct list_head node;
+	struct user_namespace *user_ns;		/* alive: a charged channel's
+						 * ns holds it or a child */
 	kuid_t uid;
+	u32 channels;
 	u64 bytes;
 };
 static LIST_HEAD(lzchan_users);
@@ -80,53 +93,178 @@ static struct lzchan_chan *lzchan_chan_lookup(const char *name)
 	return NULL;
 }
 
-/* ---- per-user byte accounting ---- */
+/* ---- per-tenant limits ---- */
 
-static struct lzchan_user *lzchan_user_find(kuid_t uid)
+static struct lzchan_user *lzchan_user_find(struct user_namespace *user_ns,
+					    kuid_t uid)
 {
 	struct lzchan_user *u;
 
 	list_for_each_entry(u, &lzchan_users, node)
-		if (uid_eq(u->uid, uid))
+		if (u->user_ns == user_ns && uid_eq(u->uid, uid))
 			return u;
 	return NULL;
 }
 
-static int lzchan_user_charge(kuid_t uid, u64 bytes)
-{
-	struct lzchan_user *u = lzchan_user_find(uid);
+/* The users one charge goes to: @uid in @user_ns, then each owner above. */
+#define LZCHAN_USER_LEVELS	(33)	/* user namespaces nest 32 deep */
 
-	lockdep_assert_held(&lzchan_lock);
-	if (!u) {
-		u = kzalloc(sizeof(*u), GFP_KERNEL);
-		if (!u)
-			return -ENOMEM;
-		u->uid = uid;
-		list_add(&u->node, &lzchan_users);
-	}
-	if (u->bytes + bytes > lzchan_max_user_bytes) {
-		if (!u->bytes) {
+struct lzchan_charge {
+	struct lzchan_user *users[LZCHAN_USER_LEVELS];
+	unsigned int n;
+};
+
+static void lzchan_charge_drop_new(struct lzchan_charge *c)
+{
+	while (c->n) {
+		struct lzchan_user *u = c->users[--c->n];
+
+		if (!u->channels) {	/* made for this charge */
 			list_del(&u->node);
 			kfree(u);
 		}
-		return -EDQUOT;
 	}
-	u->bytes += bytes;
+}
+
+/*
+ * Charge a channel of @bytes, created by @uid, to namespace @ns and its
+ * users; nothing is charged on failure.  CAP_SYS_RESOURCE in the initial
+ * user namespace (the host's administrator) is exempt from the tenant
+ * limits, never from max_channels.
+ */
+static int lzchan_tenant_charge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
+{
+	struct user_namespace *uns = ns->user_ns;
+	bool exempt = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
+	struct lzchan_charge c = { .n = 0 };
+	struct lzchan_user *u;
+	unsigned int i;
+
+	lockdep_assert_held(&lzchan_lock);
+	if (!exempt && ns->channels >= READ_ONCE(lzchan_max_ns_channels))
+		return -ENOSPC;
+	if (!exempt && ns->bytes + bytes > READ_ONCE(lzchan_max_ns_bytes))
+		return -EDQUOT;
+	for (;;) {
+		int ret = 0;
+
+		u = lzchan_user_find(uns, uid);
+		if (!u) {
+			u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+			if (!u) {
+				ret = -ENOMEM;
+			} else {
+				u->user_ns = uns;
+				u->uid = uid;
+				list_add(&u->node, &lzchan_users);
+			}
+		}
+		if (u)
+			c.users[c.n++] = u;
+		if (!ret && !exempt &&
+		    u->channels >= READ_ONCE(lzchan_max_user_channels))
+			ret = -ENOSPC;
+		if (!ret && !exempt &&
+		    u->bytes + bytes > READ_ONCE(lzchan_max_user_bytes))
+			ret = -EDQUOT;
+		if (ret) {
+			lzchan_charge_drop_new(&c);
+			return ret;
+		}
+		if (uns == &init_user_ns || WARN_ON_ONCE(c.n == LZCHAN_USER_LEVELS))
+			break;
+		uid = uns->owner;
+		uns = uns->parent;
+	}
+	for (i = 0; i < c.n; i++) {
+		c.users[i]->channels++;
+		c.users[i]->bytes += bytes;
+	}
+	ns->channels++;
+	ns->bytes += bytes;
 	return 0;
 }
 
-static void lzchan_user_uncharge(kuid_t uid, u64 bytes)
+static void lzchan_tenant_uncharge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
 {
-	struct lzchan_user *u = lzchan_user_find(uid);
+	struct user_namespace *uns = ns->user_ns;
+	struct lzchan_user *u;
 
 	lockdep_assert_held(&lzchan_lock);
-	if (WARN_ON_ONCE(!u || u->bytes < bytes))
-		return;
-	u->bytes -= bytes;
-	if (!u->bytes) {
-		list_del(&u->node);
-		kfree(u);
+	if (!WARN_ON_ONCE(!ns->channels || ns->bytes < bytes)) {
+		ns->channels--;
+		ns->bytes -= bytes;
 	}
+	for (;;) {
+		u = lzchan_user_find(uns, uid);
+		if (!WARN_ON_ONCE(!u || !u->channels || u->bytes < bytes)) {
+			u->channels--;
+			u->bytes -= bytes;
+			if (!u->channels) {
+				list_del(&u->node);
+				kfree(u);
+			}
+		}
+		if (uns == &init_user_ns)
+			break;
+		uid = uns->owner;
+		uns = uns->parent;
+	}
+}
+
+/* The caller's use and limits (LZCHAN_IOC_USAGE). */
+int lzchan_chan_usage(struct lzchan_usage *us)
+{
+	struct ipc_namespace *ipc = current->nsproxy->ipc_ns;
+	struct lzchan_user *u;
+	struct lzchan_ns *ns;
+
+	if (us->flags || memchr_inv(us->reserved, 0, sizeof(us->reserved)))
+		return -EINVAL;
+	/* Everything else is output: clear whatever the caller passed. */
+	*us = (struct lzchan_usage){ .size = us->size };
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	us->channels = lzchan_nr_channels;
+	us->max_channels = READ_ONCE(lzchan_max_channels);
+	us->max_channel_bytes = READ_ONCE(lzchan_max_channel_bytes);
+	us->max_ns_channels = READ_ONCE(lzchan_max_ns_channels);
+	us->max_ns_bytes = READ_ONCE(lzchan_max_ns_bytes);
+	us->max_user_channels = READ_ONCE(lzchan_max_user_channels);
+	us->max_user_bytes = READ_ONCE(lzchan_max_user_bytes);
+	ns = lzchan_ns_find(lzchan_ns_current_key());
+	if (ns) {
+		us->ns_channels = ns->channels;
+		us->ns_bytes = ns->bytes;
+	}
+	/* The caller as the owner of its IPC namespace's user namespace
+	 * sees it: where its next channel would be charged first. */
+	u = lzchan_user_find(ipc->user_ns, current_euid());
+	if (u) {
+		us->user_channels = u->channels;
+		us->user_bytes = u->bytes;
+	}
+	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE))
+		us->flags_out |= LZCHAN_USAGE_EXEMPT;
+	mutex_unlock(&lzchan_lock);
+	return 0;
+}
+
+/* /sys/class/misc/lzchan/tenants: one line per namespace, then per user. */
+ssize_t lzchan_chan_tenants_show(char *buf)
+{
+	struct lzchan_user *u;
+	ssize_t len;
+
+	mutex_lock(&lzchan_lock);
+	len = lzchan_ns_tenants_show(buf);
+	list_for_each_entry(u, &lzchan_users, node)
+		len += sysfs_emit_at(buf, len, "user %u %u %u %llu\n",
+				     u->user_ns->ns.inum,
+				     from_kuid_munged(u->user_ns, u->uid),
+				     u->channels, u->bytes);
+	mutex_unlock(&lzchan_lock);
+	return len;
 }
 
 /* ---- shared memory accessors (kernel views) ---- */
@@ -264,7 +402,7 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 static void __lzchan_chan_free(struct lzchan_chan *chan)
 {
 	lockdep_assert_held(&lzchan_lock);
-	lzchan_user_uncharge(chan->cuid, (u64)chan->npages << PAGE_SHIFT);
+	lzchan_tenant_uncharge(chan->ns, chan->cuid, (u64)chan->npages << PAGE_SHIFT);
 	lzchan_chan_free_pages(chan);
 	lzchan_ns_put(chan->ns);
 	kfree(chan->lanes);
@@ -365,18 +503,18 @@ int lzchan_chan_create(struct lzchan_create *c)
 		goto out_unlock_free;
 	}
 	ret = -ENOSPC;
-	if (lzchan_nr_channels >= lzchan_max_channels)
+	if (lzchan_nr_channels >= READ_ONCE(lzchan_max_channels))
 		goto out_unlock_free;
 	ret = -EFBIG;
-	if (bytes > lzchan_max_channel_bytes)
-		goto out_unlock_free;
-	ret = lzchan_user_charge(chan->cuid, bytes);
-	if (ret)
+	if (bytes > READ_ONCE(lzchan_max_channel_bytes))
 		goto out_unlock_free;
 	ret = -ENOMEM;
 	chan->ns = lzchan_ns_current_get();
 	if (!chan->ns)
-		goto out_uncharge;
+		goto out_unlock_free;
+	ret = lzchan_tenant_charge(chan->ns, chan->cuid, bytes);
+	if (ret)
+		goto out_put_ns;
 	lzchan_nr_channels++;
 	mutex_unlock(&lzchan_lock);
 
@@ -401,9 +539,9 @@ int lzchan_chan_create(struct lzchan_create *c)
 
 out_unreserve:
 	lzchan_nr_channels--;
+	lzchan_tenant_uncharge(chan->ns, chan->cuid, bytes);
+out_put_ns:
 	lzchan_ns_put(chan->ns);
-out_uncharge:
-	lzchan_user_uncharge(chan->cuid, bytes);
 out_unlock_free:
 	mutex_unlock(&lzchan_lock);
 	lzchan_chan_free_pages(chan);

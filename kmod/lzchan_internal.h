@@ -42,7 +42,10 @@ struct lzchan_ns {
 	struct list_head node;		/* in lzchan_namespaces */
 	struct vfsmount *mq_mnt;	/* identity; held with mntget() */
 	struct user_namespace *user_ns;	/* owner of the IPC namespace */
+	unsigned int ipc_inum;		/* as in /proc/<pid>/ns/ipc */
 	struct kref ref;		/* one per channel */
+	u32 channels;			/* use, under lzchan_lock */
+	u64 bytes;
 };
 
 struct lzchan_lane {
@@ -101,11 +104,16 @@ struct lzchan_file {
 extern unsigned int lzchan_max_channels;
 extern unsigned long lzchan_max_channel_bytes;
 extern unsigned long lzchan_max_user_bytes;
+extern unsigned int lzchan_max_user_channels;
+extern unsigned int lzchan_max_ns_channels;
+extern unsigned long lzchan_max_ns_bytes;
 void lzchan_pages_account(int nid, long delta);
 
 /* lzchan_ns.c */
 extern struct mutex lzchan_lock;
 struct lzchan_ns *lzchan_ns_current_get(void);	/* under lzchan_lock */
+struct lzchan_ns *lzchan_ns_find(const void *key);	/* under lzchan_lock */
+ssize_t lzchan_ns_tenants_show(char *buf);	/* under lzchan_lock */
 void lzchan_ns_put(struct lzchan_ns *ns);	/* under lzchan_lock */
 bool lzchan_ns_is_current(const struct lzchan_ns *ns);
 const void *lzchan_ns_current_key(void);
@@ -128,6 +136,8 @@ void lzchan_chan_unlink_ns(struct lzchan_ns *ns);	/* under lzchan_lock */
 void lzchan_chan_unlink_all(void);			/* module exit */
 unsigned int lzchan_chan_count(void);
 int lzchan_name_check(const char *name);
+int lzchan_chan_usage(struct lzchan_usage *us);
+ssize_t lzchan_chan_tenants_show(char *buf);
 
 /* lzchan_mmap.c */
 int lzchan_mmap(struct file *file, struct vm_area_struct *vma);

@@ -26,9 +26,27 @@
 #include "lzchan_compat.h"
 #include "lzchan_internal.h"
 
-unsigned int lzchan_max_channels = 1024;
+/*
+ * Limits.  max_channels is the machine's last resort; the tenant limits
+ * (per IPC namespace; per user, counted in the user namespace that owns
+ * the IPC namespace and again as each owner above it) keep one container
+ * or user from exhausting it for the others.  See lzchan_tenant_charge().
+ */
+unsigned int lzchan_max_channels = 4096;
 module_param_named(max_channels, lzchan_max_channels, uint, 0644);
-MODULE_PARM_DESC(max_channels, "Channels that may exist at once (default 1024)");
+MODULE_PARM_DESC(max_channels, "Channels that may exist at once, all tenants together (default 4096)");
+
+unsigned int lzchan_max_ns_channels = 1024;
+module_param_named(max_ns_channels, lzchan_max_ns_channels, uint, 0644);
+MODULE_PARM_DESC(max_ns_channels, "Channels per IPC namespace (default 1024)");
+
+unsigned long lzchan_max_ns_bytes = 4UL << 30;
+module_param_named(max_ns_bytes, lzchan_max_ns_bytes, ulong, 0644);
+MODULE_PARM_DESC(max_ns_bytes, "Channel memory per IPC namespace, in bytes (default 4 GiB)");
+
+unsigned int lzchan_max_user_channels = 256;
+module_param_named(max_user_channels, lzchan_max_user_channels, uint, 0644);
+MODULE_PARM_DESC(max_user_channels, "Channels one user may create (default 256)");
 
 unsigned long lzchan_max_channel_bytes = 256UL << 20;
 module_param_named(max_channel_bytes, lzchan_max_channel_bytes, ulong, 0644);
@@ -36,7 +54,7 @@ MODULE_PARM_DESC(max_channel_bytes, "Largest channel, in bytes (default 256 MiB)
 
 unsigned long lzchan_max_user_bytes = 1UL << 30;
 module_param_named(max_user_bytes, lzchan_max_user_bytes, ulong, 0644);
-MODULE_PARM_DESC(max_user_bytes, "Channel memory one uid may create, in bytes (default 1 GiB)");
+MODULE_PARM_DESC(max_user_bytes, "Channel memory one user may create, in bytes (default 1 GiB)");
 
 /* Pages held by channels, per NUMA node. */
 static atomic_long_t lzchan_node_pages[MAX_NUMNODES];
@@ -68,6 +86,7 @@ union lzchan_ioctl_buf {
 	struct lzchan_set_eventfd set_eventfd;
 	struct lzchan_peer peer;
 	struct lzchan_placement placement;
+	struct lzchan_usage usage;
 };
 
 struct lzchan_ioctl_op {
@@ -174,6 +193,11 @@ static int lzchan_ioc_placement(struct lzchan_file *f, void *arg)
 	return 0;
 }
 
+static int lzchan_ioc_usage(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_usage(arg);
+}
+
 #define LZCHAN_IOCTL_OP(_nr, _fn, _struct, _last)			\
 	[_IOC_NR(_nr)] = {						\
 		.execute = _fn,						\
@@ -201,6 +225,8 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 			struct lzchan_peer, reserved),
 	LZCHAN_IOCTL_OP(LZCHAN_IOC_PLACEMENT, lzchan_ioc_placement,
 			struct lzchan_placement, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_USAGE, lzchan_ioc_usage,
+			struct lzchan_usage, reserved),
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,
@@ -324,8 +350,19 @@ static ssize_t node_pages_show(struct device *dev, struct device_attribute *attr
 }
 static DEVICE_ATTR_RO(node_pages);
 
+/* Use per tenant: "ns <ipc ns inum> <owning user ns inum> <channels>
+ * <bytes>" per IPC namespace, then "user <user ns inum> <uid there>
+ * <channels> <bytes>" per user and level (see lzchan_tenant_charge()). */
+static ssize_t tenants_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return lzchan_chan_tenants_show(buf);
+}
+static DEVICE_ATTR_RO(tenants);
+
 static struct attribute *lzchan_attrs[] = {
 	&dev_attr_channels.attr,
+	&dev_attr_tenants.attr,
 	&dev_attr_pages.attr,
 	&dev_attr_node_pages.attr,
 	NULL,
@@ -354,6 +391,8 @@ static int __init lzchan_init(void)
 	BUILD_BUG_ON(offsetof(struct lzchan_open, reserved) % 8);
 	BUILD_BUG_ON(offsetof(struct lzchan_peer, reserved) % 8);
 	BUILD_BUG_ON(offsetof(struct lzchan_placement, nodes) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_usage, max_channel_bytes) % 8);
+	BUILD_BUG_ON(sizeof(struct lzchan_usage) % 8);
 
 	ret = misc_register(&lzchan_misc);
 	if (ret) {

@@ -26,6 +26,7 @@
 #include <linux/nsproxy.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
@@ -51,6 +52,18 @@ bool lzchan_ns_is_current(const struct lzchan_ns *ns)
 	return ns->mq_mnt == lzchan_ns_current_key();
 }
 
+/* The entry of the namespace @key identifies (see above), or NULL. */
+struct lzchan_ns *lzchan_ns_find(const void *key)
+{
+	struct lzchan_ns *ns;
+
+	lockdep_assert_held(&lzchan_lock);
+	list_for_each_entry(ns, &lzchan_namespaces, node)
+		if (ns->mq_mnt == key)
+			return ns;
+	return NULL;
+}
+
 /* Find or make the caller's namespace entry and take a reference. */
 struct lzchan_ns *lzchan_ns_current_get(void)
 {
@@ -58,11 +71,10 @@ struct lzchan_ns *lzchan_ns_current_get(void)
 	struct lzchan_ns *ns;
 
 	lockdep_assert_held(&lzchan_lock);
-	list_for_each_entry(ns, &lzchan_namespaces, node) {
-		if (ns->mq_mnt == ipc->mq_mnt) {
-			kref_get(&ns->ref);
-			return ns;
-		}
+	ns = lzchan_ns_find(ipc->mq_mnt);
+	if (ns) {
+		kref_get(&ns->ref);
+		return ns;
 	}
 
 	ns = kzalloc(sizeof(*ns), GFP_KERNEL_ACCOUNT);
@@ -70,6 +82,7 @@ struct lzchan_ns *lzchan_ns_current_get(void)
 		return NULL;
 	ns->mq_mnt = mntget(ipc->mq_mnt);
 	ns->user_ns = get_user_ns(ipc->user_ns);
+	ns->ipc_inum = ipc->ns.inum;
 	kref_init(&ns->ref);
 	list_add(&ns->node, &lzchan_namespaces);
 	lzchan_ns_reaper_start();
@@ -96,6 +109,19 @@ static bool lzchan_ns_dead(const struct lzchan_ns *ns)
 {
 	/* Cleared once, by mq_clear_sbinfo() when the namespace dies. */
 	return !READ_ONCE(ns->mq_mnt->mnt_sb->s_fs_info);
+}
+
+/* "ns <ipc inum> <owning user ns inum> <channels> <bytes>" lines. */
+ssize_t lzchan_ns_tenants_show(char *buf)
+{
+	struct lzchan_ns *ns;
+	ssize_t len = 0;
+
+	lockdep_assert_held(&lzchan_lock);
+	list_for_each_entry(ns, &lzchan_namespaces, node)
+		len += sysfs_emit_at(buf, len, "ns %u %u %u %llu\n", ns->ipc_inum,
+				     ns->user_ns->ns.inum, ns->channels, ns->bytes);
+	return len;
 }
 
 void lzchan_ns_reap(void)

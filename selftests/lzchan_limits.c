@@ -2,9 +2,13 @@
 /*
  * The module's limits (parameters under /sys/module/lzchan/parameters):
  * max_channels -> ENOSPC, max_channel_bytes -> EFBIG, max_user_bytes per
- * uid -> EDQUOT; memory is uncharged when channels go.
+ * uid -> EDQUOT; memory is uncharged when channels go.  Tenants: a count
+ * and bytes per IPC namespace and per user (counted in the user namespace
+ * owning the IPC namespace, and as each owner above it), so that no
+ * container or user can deny channels to the others.
  */
 #include <grp.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -135,6 +139,282 @@ TEST(max_user_bytes)
 	EXPECT_EQ(0, lz_unlink(n.b));
 	EXPECT_EQ(0, lz_unlink(n.c));
 	EXPECT_EQ(0, lz_unlink(probe));
+}
+
+/* ---- tenants ---- */
+
+#define TENANT_MAX	200	/* a bound on channels one tenant tries */
+
+/*
+ * A tenant: a process that makes a user namespace (owned by host uid
+ * @owner, ids 0.. mapped to @map.. for @ids ids; no user namespace when
+ * @ids is 0) and an IPC namespace, then runs @procs processes as in-ns
+ * uids 0..procs-1, each creating channels until refused.  It reports the
+ * total it made, then holds them until told to go.
+ */
+struct tenant {
+	uid_t owner, map, ids;
+	int procs;
+	int up[2], down[2];
+	pid_t pid;
+};
+
+/* Create channels until refused; the count, or -1 if not by ENOSPC. */
+static int tenant_flood(const char *tag)
+{
+	int n = 0, r = 0;
+
+	while (n < TENANT_MAX) {
+		char name[LZCHAN_NAME_SIZE];
+
+		snprintf(name, sizeof(name), "tn.%s.%d.%d", tag, getpid(), n);
+		r = lz_create(name, LZ_GEOM_DEFAULT);
+		if (r)
+			break;
+		n++;
+	}
+	return r == -ENOSPC ? n : -1;
+}
+
+static int tenant_child(struct tenant *t)
+{
+	int i, n, total = 0;
+	char b;
+
+	/* With a user namespace: made by the unprivileged owner, as rootless
+	 * runtimes do.  Without: root makes the IPC namespace and its users
+	 * are host uids. */
+	if (t->ids && (setresgid(t->owner, t->owner, t->owner) || setgroups(0, NULL) ||
+		       setresuid(t->owner, t->owner, t->owner)))
+		return 1;
+	if (unshare(CLONE_NEWIPC | (t->ids ? CLONE_NEWUSER : 0)))
+		return 2;
+	if (write(t->up[1], "u", 1) != 1 || read(t->down[0], &b, 1) != 1)
+		return 3;
+	/* One process per in-namespace uid, one after the other: their
+	 * channels stay (names live with the IPC namespace). */
+	for (i = 0; i < t->procs; i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			uid_t u = t->ids ? (uid_t)i : t->owner + i;
+
+			if (setresuid(u, u, u))
+				_exit(255);
+			n = tenant_flood("t");
+			_exit(n < 0 ? 255 : n);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) == 255)
+			return 5;
+		total += WEXITSTATUS(st);
+	}
+	b = (char)total;
+	if (write(t->up[1], &b, 1) != 1)
+		return 6;
+	return read(t->down[0], &b, 1) == 1 ? 0 : 7;	/* hold until told */
+}
+
+static int tenant_start(struct tenant *t)
+{
+	char path[64], map[64];
+	int fd, ok = 1;
+	char b;
+
+	if (pipe(t->up) || pipe(t->down))
+		return -1;
+	t->pid = fork();
+	if (t->pid < 0)
+		return -1;
+	if (t->pid == 0)
+		_exit(tenant_child(t));
+	if (read(t->up[0], &b, 1) != 1)
+		return -1;
+	if (t->ids) {
+		/* The runtime (root) writes the maps, as newuidmap does. */
+		snprintf(map, sizeof(map), "0 %u %u\n", t->map, t->ids);
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", t->pid);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		ok = fd >= 0 && write(fd, map, strlen(map)) == (ssize_t)strlen(map);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!ok || write(t->down[1], "g", 1) != 1)
+		return -1;
+	/* The total it made. */
+	return read(t->up[0], &b, 1) == 1 ? (unsigned char)b : -1;
+}
+
+static int tenant_stop(struct tenant *t)
+{
+	int st;
+
+	if (write(t->down[1], "q", 1) != 1)
+		kill(t->pid, SIGKILL);
+	close(t->up[0]);
+	close(t->up[1]);
+	close(t->down[0]);
+	close(t->down[1]);
+	if (waitpid(t->pid, &st, 0) != t->pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* A host user's channel: 0 if it could make (and remove) one. */
+static int host_user_creates(uid_t uid)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		const char *name = lz_name("host");
+		int r;
+
+		if (setresgid(uid, uid, uid) || setgroups(0, NULL) ||
+		    setresuid(uid, uid, uid))
+			_exit(100);
+		r = lz_create(name, LZ_GEOM_DEFAULT);
+		if (!r)
+			lz_unlink(name);
+		_exit(-r);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static int have_userns(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(setresuid(1000, 1000, 1000) ||
+		      unshare(CLONE_NEWUSER | CLONE_NEWIPC) ? 1 : 0);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       !WEXITSTATUS(st);
+}
+
+struct tenant_limits {
+	struct param total, ns_ch, user_ch;
+};
+
+static int tenant_limits_set(struct tenant_limits *l, long total, long ns, long user)
+{
+	long now = lz_read_long(LZ_SYSFS "channels");
+
+	if (now < 0)
+		return -1;
+	/* The tenant limits are set where the module has them: on one
+	 * without, the tests below show what a tenant then does. */
+	param_set(&l->ns_ch, LZ_PARAMS "max_ns_channels", ns);
+	param_set(&l->user_ch, LZ_PARAMS "max_user_channels", user);
+	return param_set(&l->total, LZ_PARAMS "max_channels", now + total);
+}
+
+static void tenant_limits_restore(struct tenant_limits *l)
+{
+	if (l->user_ch.old >= 0)
+		param_restore(&l->user_ch);
+	if (l->ns_ch.old >= 0)
+		param_restore(&l->ns_ch);
+	param_restore(&l->total);
+}
+
+/*
+ * A container (its own user and IPC namespaces) floods channels: it is
+ * stopped at its user limit, far from the machine's, and the host's users
+ * and another container still create.  (The module before tenant limits
+ * let it take every channel of the machine: ENOSPC for everyone.)
+ */
+TEST(container_cannot_exhaust_others)
+{
+	struct tenant a = { .owner = 1000, .map = 100000, .ids = 1, .procs = 1 };
+	struct tenant c = { .owner = 1002, .map = 300000, .ids = 1, .procs = 1 };
+	struct tenant_limits l;
+
+	LZ_NEED_DEV();
+	if (!have_userns())
+		SKIP(return, "no unprivileged user namespaces");
+	ASSERT_EQ(0, tenant_limits_set(&l, 40, 24, 16));
+	EXPECT_EQ(16, tenant_start(&a));
+	EXPECT_EQ(0, host_user_creates(2000));
+	EXPECT_EQ(0, host_user_creates(0));
+	EXPECT_EQ(16, tenant_start(&c));
+	EXPECT_EQ(0, host_user_creates(2000));
+	EXPECT_EQ(0, tenant_stop(&a));
+	EXPECT_EQ(0, tenant_stop(&c));
+	tenant_limits_restore(&l);
+}
+
+/*
+ * A user with a subordinate id range: its container's uids are each a
+ * user there, and all of them together are the host user who owns the
+ * user namespace.  (Before: 65,536 buckets.)
+ */
+TEST(subordinate_ids_count_as_their_owner)
+{
+	struct tenant b = { .owner = 1001, .map = 200000, .ids = 65536, .procs = 3 };
+	struct tenant_limits l;
+
+	LZ_NEED_DEV();
+	if (!have_userns())
+		SKIP(return, "no unprivileged user namespaces");
+	/* Three in-container uids of 10 each would make 30. */
+	ASSERT_EQ(0, tenant_limits_set(&l, 100, 100, 10));
+	EXPECT_EQ(10, tenant_start(&b));
+	EXPECT_EQ(0, host_user_creates(2000));
+	EXPECT_EQ(0, tenant_stop(&b));
+	tenant_limits_restore(&l);
+}
+
+/*
+ * A container without a user namespace (host uids, its own IPC namespace):
+ * its users together stop at the namespace's limit; the host namespace
+ * keeps its own.
+ */
+TEST(ipc_namespace_limit)
+{
+	struct tenant n = { .owner = 3000, .ids = 0, .procs = 3 };
+	struct tenant_limits l;
+
+	LZ_NEED_DEV();
+	ASSERT_EQ(0, tenant_limits_set(&l, 100, 24, 10));
+	/* 10 + 10 + 4: the namespace's 24. */
+	EXPECT_EQ(24, tenant_start(&n));
+	EXPECT_EQ(0, host_user_creates(2000));
+	EXPECT_EQ(0, tenant_stop(&n));
+	tenant_limits_restore(&l);
+}
+
+/* LZCHAN_IOC_USAGE: the caller's view of the limits and its use. */
+TEST(usage)
+{
+	struct lzchan_usage u = { .size = sizeof(u) }, v;
+	const char *name = lz_name("usage");
+	int fd;
+
+	LZ_NEED_DEV();
+	fd = lz_dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, lz_ioctl(fd, LZCHAN_IOC_USAGE, &u));
+	EXPECT_EQ(lz_read_long(LZ_PARAMS "max_channels"), u.max_channels);
+	EXPECT_EQ(lz_read_long(LZ_PARAMS "max_user_channels"), u.max_user_channels);
+	EXPECT_EQ(lz_read_long(LZ_PARAMS "max_ns_channels"), u.max_ns_channels);
+	EXPECT_EQ(LZCHAN_USAGE_EXEMPT, u.flags_out);	/* root on the host */
+	ASSERT_EQ(0, lz_create(name, LZ_GEOM_DEFAULT));
+	v = (struct lzchan_usage){ .size = sizeof(v) };
+	ASSERT_EQ(0, lz_ioctl(fd, LZCHAN_IOC_USAGE, &v));
+	EXPECT_EQ(u.channels + 1, v.channels);
+	EXPECT_EQ(u.ns_channels + 1, v.ns_channels);
+	EXPECT_EQ(u.user_channels + 1, v.user_channels);
+	EXPECT_EQ(bytes_of(name), v.user_bytes - u.user_bytes);
+	EXPECT_EQ(bytes_of(name), v.ns_bytes - u.ns_bytes);
+	EXPECT_EQ(0, lz_unlink(name));
+	v.flags = 1;
+	EXPECT_EQ(-EINVAL, lz_ioctl(fd, LZCHAN_IOC_USAGE, &v));
+	close(fd);
 }
 
 /* ---- memory cgroup ---- */

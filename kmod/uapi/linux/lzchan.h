@@ -67,9 +67,10 @@ struct lzchan_features {
 #define LZCHAN_FEAT_PEERCRED	(1ULL << 2)	/* PEER */
 #define LZCHAN_FEAT_PLACEMENT	(1ULL << 3)	/* PLACEMENT */
 #define LZCHAN_FEAT_NOPIN	(1ULL << 4)	/* mappings refuse every pin */
+#define LZCHAN_FEAT_USAGE	(1ULL << 5)	/* USAGE; per-tenant limits */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
-				 LZCHAN_FEAT_NOPIN)
+				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -80,9 +81,10 @@ struct lzchan_features {
  *
  * Errors: EINVAL (bad name, geometry, node, mode, flags or reserved),
  * ENAMETOOLONG (no NUL within name[]), EEXIST (EXCL and the name exists),
- * ENOSPC (max_channels reached), EFBIG (over max_channel_bytes), EDQUOT
- * (over max_user_bytes for the caller's uid), ENOMEM (no memory; with
- * NODE_STRICT: none on that node).
+ * ENOSPC (a channel count limit reached: max_channels, max_ns_channels or
+ * max_user_channels; see LZCHAN_IOC_USAGE), EFBIG (over max_channel_bytes),
+ * EDQUOT (a byte limit reached: max_ns_bytes or max_user_bytes), ENOMEM (no
+ * memory; with NODE_STRICT: none on that node).
  */
 struct lzchan_create {
 	__u32 size;
@@ -291,6 +293,38 @@ struct lzchan_placement {
 	__u64 reserved[2];
 };
 
+/*
+ * LZCHAN_IOC_USAGE (any fd): the limits, and the caller's use of them.
+ * Channels are charged, at creation, to the machine (max_channels), to the
+ * caller's IPC namespace (max_ns_*), and to the creating user as seen in
+ * the user namespace that owns that IPC namespace and again as the owner
+ * of each user namespace above it (max_user_*).  @user_* is the caller's
+ * first level; @ns_* its IPC namespace's.  LZCHAN_USAGE_EXEMPT: the caller
+ * has CAP_SYS_RESOURCE in the initial user namespace, which lifts the
+ * namespace and user limits (never max_channels).
+ * Errors: EINVAL (flags or reserved).
+ */
+struct lzchan_usage {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u32 flags_out;		/* out: LZCHAN_USAGE_* */
+	__u32 channels;			/* out: channels on the machine */
+	__u32 max_channels;		/* out: the limits */
+	__u32 max_ns_channels;
+	__u64 max_channel_bytes;
+	__u64 max_ns_bytes;
+	__u64 max_user_bytes;
+	__u32 max_user_channels;
+	__u32 ns_channels;		/* out: the caller's IPC namespace */
+	__u64 ns_bytes;
+	__u32 user_channels;		/* out: the caller, as a user there */
+	__u32 reserved0;
+	__u64 user_bytes;
+	__u64 reserved[4];
+};
+
+#define LZCHAN_USAGE_EXEMPT	(1U << 0)
+
 #define LZCHAN_IOC_FEATURES	_IO(LZCHAN_IOC_MAGIC, 0x00)
 #define LZCHAN_IOC_CREATE	_IO(LZCHAN_IOC_MAGIC, 0x01)
 #define LZCHAN_IOC_OPEN		_IO(LZCHAN_IOC_MAGIC, 0x02)
@@ -301,6 +335,7 @@ struct lzchan_placement {
 #define LZCHAN_IOC_WAKE		_IO(LZCHAN_IOC_MAGIC, 0x07)
 #define LZCHAN_IOC_PEER		_IO(LZCHAN_IOC_MAGIC, 0x08)
 #define LZCHAN_IOC_PLACEMENT	_IO(LZCHAN_IOC_MAGIC, 0x09)
+#define LZCHAN_IOC_USAGE	_IO(LZCHAN_IOC_MAGIC, 0x0a)
 
 /* ------------------------------------------------------------------ */
 /* Shared memory                                                       */
