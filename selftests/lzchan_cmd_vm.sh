@@ -8,7 +8,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:-$here/lzchan-static}
 n=0 failed=0
-plan=26
+plan=29
 echo "TAP version 13"
 echo "1..$plan"
 
@@ -67,7 +67,19 @@ run features
 check "features reports ABI 1 from the module" eval 'rc_is 0 && out_has "^abi_version 1$"'
 run features --json
 check "features --json names the feature bits" \
-	eval 'rc_is 0 && out_has "^{\"abi_version\": 1, .*\"numa\": true, \"eventfd\": true, \"peercred\": true}$"'
+	eval 'rc_is 0 && out_has "^{\"abi_version\": 1, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true}$"'
+
+run limits
+check "limits shows each limit with root's exemption" \
+	eval 'rc_is 0 && out_has "^channels, machine  *[0-9][0-9]* *[1-9][0-9]*$" && out_has "^bytes, you " && out_has "CAP_SYS_RESOURCE"'
+limits_before=$(sed -n 's/^channels, you  *\([0-9]*\) .*/\1/p' "$out")
+"$tool" create $p.lim >/dev/null 2>&1
+run limits --json
+check "limits --json counts a new channel for its creator" \
+	eval "rc_is 0 && out_has '\"exempt\": true' && out_has '\"user\": {\"channels\": $((limits_before + 1)), '"
+"$tool" remove $p.lim >/dev/null 2>&1
+as_nobody "$tool limits" > "$out" 2> "$err"; echo $? > "$tmp/rc"
+check "limits for an unprivileged user: not exempt" eval 'rc_is 0 && ! out_has CAP_SYS_RESOURCE'
 
 run list
 check "list names the dev backend" eval 'rc_is 0 && out_has "^backend: dev (/dev/lzchan)$"'

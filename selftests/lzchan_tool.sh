@@ -274,7 +274,7 @@ if command -v groff >/dev/null 2>&1 && [ -f "$manpage" ]; then
 		command -v man >/dev/null 2>&1 || return 0
 		w=$(MANWIDTH=80 man --warnings -l "$manpage" 2>&1 >"$tmp/man.txt")
 		[ -z "$w" ] && grep -q "EXIT STATUS" "$tmp/man.txt" &&
-			for c in list show create remove send recv watch features; do
+			for c in list show create remove send recv watch features limits; do
 				grep -q "^ *$c" "$tmp/man.txt" || return 1
 			done
 	}

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1285,15 +1286,93 @@ static int cmd_features(int argc, char **argv)
 	}
 	if (json) {
 		printf("{\"abi_version\": %u, \"page_size\": %u, \"features\": %llu, "
-		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s}\n",
+		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s, "
+		       "\"placement\": %s, \"nopin\": %s, \"usage\": %s}\n",
 		       f.abi_version, f.page_size, (unsigned long long)f.features,
 		       (f.features & LZCHAN_FEAT_NUMA) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_EVENTFD) ? "true" : "false",
-		       (f.features & LZCHAN_FEAT_PEERCRED) ? "true" : "false");
+		       (f.features & LZCHAN_FEAT_PEERCRED) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_PLACEMENT) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_NOPIN) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_USAGE) ? "true" : "false");
 		return 0;
 	}
 	printf("abi_version %u\npage_size %u\nfeatures 0x%llx\n",
 	       f.abi_version, f.page_size, (unsigned long long)f.features);
+	return 0;
+}
+
+/* ---- limits ---- */
+
+static int cmd_limits(int argc, char **argv)
+{
+	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
+	struct lzchan_usage u = { .size = sizeof(u) };
+	const char *name;
+	bool json = false;
+	int c, fd;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "jh", lo)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h')
+			return help_for("limits", stdout);
+		else
+			return EXIT_USAGE;
+	}
+	if (!positional(argc, argv, 0, 0, &name))
+		return EXIT_USAGE;
+	fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			fail(LZCHAN_DEVICE_PATH, ENOENT, "the lzchan module is not loaded "
+			     "(load it with 'modprobe lzchan'); the shm backend's "
+			     "limits are those of /dev/shm");
+		else
+			explain(LZCHAN_DEVICE_PATH, NULL, errno, 0);
+		return EXIT_FAILED;
+	}
+	if (ioctl(fd, LZCHAN_IOC_USAGE, &u)) {
+		int e = errno;
+
+		close(fd);
+		if (e == ENOTTY)
+			fail(LZCHAN_DEVICE_PATH, e, "this module has no per-tenant "
+			     "limits (LZCHAN_FEAT_USAGE): see its max_* parameters");
+		else
+			explain(LZCHAN_DEVICE_PATH, NULL, e, 0);
+		return EXIT_FAILED;
+	}
+	close(fd);
+	if (json) {
+		printf("{\"exempt\": %s, \"max_channel_bytes\": %llu, "
+		       "\"machine\": {\"channels\": %u, \"max_channels\": %u}, "
+		       "\"namespace\": {\"channels\": %u, \"max_channels\": %u, "
+		       "\"bytes\": %llu, \"max_bytes\": %llu}, "
+		       "\"user\": {\"channels\": %u, \"max_channels\": %u, "
+		       "\"bytes\": %llu, \"max_bytes\": %llu}}\n",
+		       (u.flags_out & LZCHAN_USAGE_EXEMPT) ? "true" : "false",
+		       (unsigned long long)u.max_channel_bytes,
+		       u.channels, u.max_channels,
+		       u.ns_channels, u.max_ns_channels,
+		       (unsigned long long)u.ns_bytes, (unsigned long long)u.max_ns_bytes,
+		       u.user_channels, u.max_user_channels,
+		       (unsigned long long)u.user_bytes, (unsigned long long)u.max_user_bytes);
+		return 0;
+	}
+	printf("%-22s %12s %12s\n", "LIMIT", "USED", "MAX");
+	printf("%-22s %12u %12u\n", "channels, machine", u.channels, u.max_channels);
+	printf("%-22s %12u %12u\n", "channels, namespace", u.ns_channels, u.max_ns_channels);
+	printf("%-22s %12llu %12llu\n", "bytes, namespace",
+	       (unsigned long long)u.ns_bytes, (unsigned long long)u.max_ns_bytes);
+	printf("%-22s %12u %12u\n", "channels, you", u.user_channels, u.max_user_channels);
+	printf("%-22s %12llu %12llu\n", "bytes, you",
+	       (unsigned long long)u.user_bytes, (unsigned long long)u.max_user_bytes);
+	printf("%-22s %12s %12llu\n", "bytes, one channel", "-",
+	       (unsigned long long)u.max_channel_bytes);
+	if (u.flags_out & LZCHAN_USAGE_EXEMPT)
+		printf("(CAP_SYS_RESOURCE: the namespace and user limits do not apply to you)\n");
 	return 0;
 }
 
@@ -1360,6 +1439,12 @@ static const struct cmd cmds[] = {
 	  "  --json           a JSON array, one object per refresh\n" },
 	{ "features", NULL, cmd_features, "features [--json]",
 	  "Show the ABI version, page size and feature bits of the loaded module.\n" },
+	{ "limits", NULL, cmd_limits, "limits [--json]",
+	  "Show the module's limits on channels and channel memory and the\n"
+	  "caller's use of each: the machine's, the caller's IPC namespace's, and\n"
+	  "the caller's own (as a user of the user namespace owning that IPC\n"
+	  "namespace; containers' users also count as the user who made them).\n"
+	  "  --json   one JSON object: machine, namespace, user, exempt\n" },
 	{ "help", NULL, cmd_help, "help [COMMAND]", "Show help for a command.\n" },
 };
 
