@@ -28,7 +28,8 @@ enum {
 	__LZ_RL_ACTIVE,		/* polled on every receive-any */
 	__LZ_RL_SLEEPY,		/* attached but quiet: the bell wakes it */
 	__LZ_RL_DONE,		/* end of stream delivered for gen */
-	__LZ_RL_BROKEN,		/* held garbage; abandoned */
+	__LZ_RL_BROKEN,		/* held garbage (-EBADMSG reported); abandoned
+				 * until its sender has gone, then ended */
 };
 
 
@@ -71,6 +72,8 @@ struct lzchan {
 	uint32_t liveness_next;		/* shm: lane whose lock is looked at next */
 	uint32_t sleepy_after;		/* empty polls before a lane sleeps */
 	uint32_t scans;			/* empty receive-anys since a scan */
+	bool broken_over;		/* a broken lane's sender has gone: its
+					 * end is owed (__lz_rx_broken_any()) */
 };
 
 /*

@@ -17,8 +17,10 @@
  *
  * Receiver: a message is ready when its first slot's seq (acquire) equals
  * its position + 1.  len is read once and bounds-checked; anything else
- * marks the lane broken.  The head is published (release) every
- * publish_every slots and whenever the receiver goes idle.
+ * marks the lane broken (-EBADMSG), and once its sender has gone the lane
+ * is acknowledged like an ended one (-EPIPE), so it can take a new sender.
+ * The head is published (release) every publish_every slots and whenever
+ * the receiver goes idle.
  */
 #include <errno.h>
 #include <string.h>
@@ -652,6 +654,101 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	return -EPIPE;
 }
 
+/*
+ * Broken lanes.  A lane that held garbage is abandoned: -EBADMSG, and
+ * nothing its sender writes is delivered any more.  But the lane must not
+ * stay burnt: the module (and a shm claimer) gives a closed lane to a new
+ * sender only once we acknowledge it (close_ack), so once the sender has
+ * gone we acknowledge it as an ended one and report its end (-EPIPE).  A
+ * hostile sender wastes its own lane, never the channel.
+ *
+ * "Gone": the status says CLOSED for the generation we know (its last
+ * reference went: nothing writes the lane any more), with no view of its
+ * earlier messages outstanding (a new sender's scrub would change what
+ * the caller still reads); or a newer generation holds the lane -- the
+ * module also reuses a lane when no message is ready at our published
+ * head, which a hostile sender can arrange before it closes.
+ */
+static bool __lz_rx_broken_over(const struct __lzchan_rxlane *rl)
+{
+	/* Pairs with the release store of the lane status (module, a shm
+	 * sender's close or claim, a receiver's liveness CAS). */
+	uint64_t st = __lz_load_acq(&rl->info->status);
+
+	if (LZCHAN_STATUS_GEN(st) != rl->gen)
+		return true;
+	return LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->peek == rl->head;
+}
+
+/* Lane @i was just found holding garbage (-EBADMSG is being reported). */
+static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
+{
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
+
+	rl->state = __LZ_RL_BROKEN;
+	/* A lane first seen through the bell does not know its sender's
+	 * generation yet (0: none known, see __lz_rx_empty()); the sender
+	 * there now is the one to blame.  Pairs with the release store of
+	 * the lane status, as in __lz_rx_broken_over(). */
+	if (!rl->gen)
+		rl->gen = LZCHAN_STATUS_GEN(__lz_load_acq(&rl->info->status));
+	/* Our head stops here: with no views outstanding nothing moves it
+	 * until the acknowledgement, so a new sender that gets the lane
+	 * without one starts where we resume (__lz_rx_broken()). */
+	__lz_rx_publish(ch, rl, true);
+	/* Its sender may be gone already: the end is owed at once. */
+	if (__lz_rx_broken_over(rl)) {
+		ch->broken_over = true;
+		ch->quiet_left = 0;
+	}
+}
+
+/* Broken lane @i: -EBADMSG while its sender is there; once it has gone,
+ * its end (-EPIPE, once) and the acknowledgement that frees the lane. */
+static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+{
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
+	/* Pairs with the release store of the lane status (module, a shm
+	 * sender's close or claim, a receiver's liveness CAS): CLOSED means
+	 * its sender's last reference went. */
+	uint64_t st = __lz_load_acq(&rl->info->status);
+
+	m->lane = i;
+	if (LZCHAN_STATUS_GEN(st) != rl->gen) {
+		/* A new sender took the lane without our acknowledgement; it
+		 * started at our published head, and so do we (views of the
+		 * old sender's messages lapse with its generation).  The old
+		 * sender's end comes first. */
+		rl->gen = LZCHAN_STATUS_GEN(st);
+		rl->head = rl->peek = rl->published;
+		rl->state = __LZ_RL_IDLE;
+		return -EPIPE;
+	}
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->peek != rl->head)
+		return -EBADMSG;
+	rl->state = __LZ_RL_DONE;
+	__lz_rx_publish(ch, rl, true);
+	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
+	 * claimer's acquire load): we are done with the lane, and our head
+	 * is published, before it may be scrubbed and given away. */
+	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
+	return -EPIPE;
+}
+
+/* The end of the first broken lane whose sender has gone, or -EAGAIN
+ * (then none is owed any more). */
+static int __lz_rx_broken_any(struct lzchan *ch, struct lzchan_msg *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < ch->f.max_senders; i++)
+		if (ch->f.lanes[i].state == __LZ_RL_BROKEN &&
+		    __lz_rx_broken(ch, i, m) == -EPIPE)
+			return -EPIPE;
+	ch->broken_over = false;
+	return -EAGAIN;
+}
+
 /* Poll lane @i at its peek position (see __lz_rx_lane()). */
 static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
@@ -659,9 +756,19 @@ static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m
 	uint32_t pos = rl->peek;
 	int r;
 
-	if (rl->state == __LZ_RL_BROKEN) {
-		m->lane = i;
-		return -EBADMSG;
+	if (rl->state == __LZ_RL_BROKEN)
+		return __lz_rx_broken(ch, i, m);
+	if (rl->state == __LZ_RL_DONE) {
+		/* Its sender's end was delivered: nothing it left in the lane
+		 * (garbage, if it broke) is read, only a new sender's messages.
+		 * Pairs with the release store of the lane status (module, or
+		 * a shm claimer) that follows the lane's scrub. */
+		uint64_t st = __lz_load_acq(&rl->info->status);
+
+		if (LZCHAN_STATUS_GEN(st) == rl->gen)
+			return -EAGAIN;
+		rl->gen = LZCHAN_STATUS_GEN(st);
+		rl->state = __LZ_RL_IDLE;
 	}
 	r = __lz_rx_look(ch, rl, &pos, m);
 	if (!r) {
@@ -671,18 +778,31 @@ static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m
 			rl->peek = pos;
 		}
 		r = __lz_rx_empty(ch, i, m);
-		if (r == -EBADMSG) {
-			rl->state = __LZ_RL_BROKEN;
-			m->lane = i;
-		}
-		if (r != 1)
+		if (r != 1 && r != -EBADMSG)
 			return r;
 	}
 	m->lane = i;
 	if (r < 0) {
-		rl->state = __LZ_RL_BROKEN;
+		__lz_rx_broke(ch, i);
 		return -EBADMSG;
 	}
+	rl->idle = 0;
+	rl->peek = m->__end;
+	m->__gen = rl->gen;
+	return 0;
+}
+
+/* recv_batch's messages after the first: lane @i's next message if one is
+ * ready, else -EAGAIN.  No verdict (garbage, end) is reached here: the next
+ * call reaches it and reports it. */
+static int __lz_rx_lane_more(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
+{
+	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
+	uint32_t pos = rl->peek;
+
+	if (rl->state == __LZ_RL_BROKEN || __lz_rx_look(ch, rl, &pos, m) != 1)
+		return -EAGAIN;
+	m->lane = i;
 	rl->idle = 0;
 	rl->peek = m->__end;
 	m->__gen = rl->gen;
@@ -795,9 +915,19 @@ static void __lz_rx_scan(struct lzchan *ch)
 			break;
 	}
 	for (i = 0; i < ch->f.max_senders; i++) {
-		if (ch->f.lanes[i].state != __LZ_RL_ACTIVE &&
-		    __lz_rx_lane_pending(ch, &ch->f.lanes[i]))
+		struct __lzchan_rxlane *rl = &ch->f.lanes[i];
+
+		if (rl->state == __LZ_RL_BROKEN) {
+			/* Never polled again; its end is owed once its sender
+			 * has gone (the dev backend's eventfd fires then, a
+			 * shm sender's death shows in its lock, above). */
+			if (__lz_rx_broken_over(rl)) {
+				ch->broken_over = true;
+				ch->quiet_left = 0;
+			}
+		} else if (rl->state != __LZ_RL_ACTIVE && __lz_rx_lane_pending(ch, rl)) {
 			__lz_active_add(ch, i);
+		}
 	}
 }
 
@@ -807,6 +937,8 @@ bool __lzchan_rx_pending(struct lzchan *ch)
 
 	__lz_rx_bell(ch);
 	__lz_rx_scan(ch);
+	if (ch->broken_over)
+		return true;
 	for (k = 0; k < ch->f.nactive; k++)
 		if (__lz_rx_lane_pending(ch, &ch->f.lanes[ch->f.active[k]]))
 			return true;
@@ -993,6 +1125,11 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		ch->scans = 0;
 		__lz_rx_scan(ch);
 	}
+	if (__lzchan_unlikely(ch->broken_over)) {
+		r = __lz_rx_broken_any(ch, m);
+		if (r != -EAGAIN)
+			return r;
+	}
 	__lz_rx_quiet_arm(ch);
 	return -EAGAIN;
 }
@@ -1047,10 +1184,10 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 		return ret;
 	for (k = 1; k < n; k++)
 		if (__lz_rx_fast_lane(ch, m[0].lane, &m[k]) <= 0 &&
-		    __lz_rx_lane(ch, m[0].lane, &m[k]))
+		    __lz_rx_lane_more(ch, m[0].lane, &m[k]))
 			break;
-	/* A status verdict after the first message is simply not reported
-	 * yet: the next call finds it again. */
+	/* A verdict after the first message (garbage, an end) is not reached
+	 * here: the next call reaches and reports it. */
 	return k;
 }
 

@@ -413,12 +413,14 @@ TEST(end_of_stream_and_lane_reuse)
 }
 
 /* A lane found holding garbage stays abandoned: whatever its sender
- * writes there afterwards is never delivered, by any receive path. */
+ * writes there afterwards is never delivered, by any receive path; its
+ * end comes when the sender leaves, and the lane takes a new one. */
 TEST(broken_lane_stays_broken)
 {
 	struct lzchan_slot_hdr *h;
+	struct lzchan_geom g;
 	char buf[256];
-	uint32_t lane = 9;
+	uint32_t lane = 9, r2 = 9;
 	struct pair p;
 	void *slot;
 	int i, r;
@@ -445,6 +447,18 @@ TEST(broken_lane_stays_broken)
 		EXPECT_TRUE(r == -EAGAIN || r == -EBADMSG) TH_LOG("peek gave %d", r);
 		EXPECT_EQ(-EBADMSG, lzchan_recv_lane(p.rx, lane, buf, sizeof(buf)));
 	}
+	/* Once its sender has gone the lane ends (once) and is given up,
+	 * so a new sender gets it: a sender burns only its own turn. */
+	lzchan_close(p.tx);
+	EXPECT_EQ(-EPIPE, lzchan_recv_lane(p.rx, lane, buf, sizeof(buf)));
+	EXPECT_EQ(-EAGAIN, lzchan_recv_lane(p.rx, lane, buf, sizeof(buf)));
+	ASSERT_EQ(0, lzchan_open(&p.tx, p.name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
+	EXPECT_EQ(lane, g.lane);
+	ASSERT_EQ(0, lzchan_send(p.tx, "again", 5));
+	EXPECT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), &r2));
+	EXPECT_EQ(lane, r2);
+	EXPECT_EQ(0, memcmp(buf, "again", 5));
 	pair_close(&p);
 }
 

@@ -16,12 +16,14 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <lzchan.h>
 
 #include "kselftest_harness.h"
+#include "lzchan_test.h"
 
 static uint32_t rng = 0x12345678;
 
@@ -238,6 +240,327 @@ TEST(hostile_sender)
 		lzchan_unlink(name);
 	}
 	TH_LOG("%u rounds: %lu messages or views, %lu errors, no crash", rounds, valid, errors);
+}
+
+/* ---- lanes a hostile sender burns ---- */
+
+/*
+ * A sender that attaches like any other, leaves a "ready" slot with a
+ * length no message can have at the receiver's head (seq = position + 1,
+ * len = max_msg + 1), and later closes.  dev: raw ioctls and mmap, as a
+ * client without libchan would; shm: the library's sender for the lane
+ * (its lock) and the file mapped by hand.
+ */
+struct burner {
+	int fd;			/* dev: the bound file */
+	struct lzchan *tx;	/* shm: holds the lane */
+	void *map[2];
+	size_t len[2];
+	uint32_t lane;
+};
+
+static int burner_open(struct burner *b, const char *name, uint32_t backend)
+{
+	uint32_t S, N, senders, max_msg, head;
+	struct lzchan_slot_hdr *h;
+	char *slots;
+	volatile uint32_t *rxl;
+
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+	if (backend == LZCHAN_BACKEND_DEV) {
+		struct lzchan_info in;
+		int fd = lz_open(name, LZCHAN_OPEN_SENDER, &b->lane);
+
+		if (fd < 0)
+			return fd;
+		b->fd = fd;
+		if (lz_info(fd, &in))
+			return -EPROTO;
+		S = in.stat.slot_size;
+		N = in.stat.slot_count;
+		b->len[0] = in.layout.lane_size;
+		b->map[0] = lz_map(fd, in.layout.lanes_off + b->lane * in.layout.lane_stride,
+				   b->len[0], PROT_READ | PROT_WRITE);
+		b->len[1] = in.layout.rx_size;
+		b->map[1] = lz_map(fd, in.layout.rx_off, b->len[1], PROT_READ);
+		if (!b->map[0] || !b->map[1])
+			return -errno;
+		slots = (char *)b->map[0] + in.layout.lane_slots;
+		rxl = (volatile uint32_t *)((char *)b->map[1] + in.layout.rx_lanes +
+					    b->lane * LZCHAN_CTRL_STRIDE);
+	} else {
+		long page = sysconf(_SC_PAGESIZE);
+		uint64_t info, rx, bell, lane;
+		const char *dir = getenv("LZCHAN_SHM_DIR");
+		struct lzchan_geom g;
+		char path[256];
+		struct stat st;
+		int fd, r;
+
+		r = lzchan_open(&b->tx, name, LZCHAN_SENDER, NULL);
+		if (r)
+			return r;
+		lzchan_geometry(b->tx, &g);
+		b->lane = g.lane;
+		S = g.slot_size;
+		N = g.slot_count;
+		senders = g.max_senders;
+		snprintf(path, sizeof(path), "%s/lzchan.%s", dir && *dir ? dir : "/dev/shm", name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st))
+			return -errno;
+		b->len[0] = st.st_size;
+		b->map[0] = mmap(NULL, b->len[0], PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (b->map[0] == MAP_FAILED) {
+			b->map[0] = NULL;
+			return -errno;
+		}
+		/* The library's file: a header page, then the module's layout
+		 * (lzchan_setup.c, __lzchan_shm_layout()). */
+#define PG(x) (((x) + page - 1) / page * page)
+		info = PG(sizeof(struct lzchan_shm_hdr) + (uint64_t)senders * 64);
+		rx = PG(LZCHAN_CTRL_STRIDE + (uint64_t)senders * LZCHAN_CTRL_STRIDE);
+		bell = PG((senders + 63) / 64 * 8);
+		lane = PG(sizeof(struct lzchan_shm_tx) + (uint64_t)N * S);
+#undef PG
+		if ((uint64_t)st.st_size < page + info + rx + bell + lane * senders)
+			return -EPROTO;
+		slots = (char *)b->map[0] + page + info + rx + bell + lane * b->lane +
+			sizeof(struct lzchan_shm_tx);
+		rxl = (volatile uint32_t *)((char *)b->map[0] + page + info + LZCHAN_CTRL_STRIDE +
+					    b->lane * LZCHAN_CTRL_STRIDE);
+	}
+	/* libchan's max_msg: one slot stays free for the "not ready" marker. */
+	max_msg = (N - 1) * S - sizeof(*h);
+	head = __atomic_load_n(rxl, __ATOMIC_ACQUIRE);
+	h = (struct lzchan_slot_hdr *)(slots + (size_t)(head & (N - 1)) * S);
+	__atomic_store_n(&h->len, max_msg + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->seq, head + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void burner_close(struct burner *b)
+{
+	int k;
+
+	for (k = 0; k < 2; k++)
+		if (b->map[k])
+			munmap(b->map[k], b->len[k]);
+	if (b->fd >= 0)
+		close(b->fd);
+	lzchan_close(b->tx);
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+/*
+ * The receiver's next verdict other than "nothing": a message length,
+ * -EBADMSG or -EPIPE (and *lane).  Waits in lzchan_recv_wait(), so the
+ * parking path is what finds status changes; 0x7fff... for "none came".
+ */
+#define NO_EVENT	INT32_MAX
+static int next_event(struct lzchan *rx, uint32_t *lane, void *buf, size_t cap)
+{
+	int k, r;
+
+	for (k = 0; k < 100; k++) {
+		r = lzchan_recv_wait(rx, buf, cap, lane, 100000000);
+		if (r != -ETIMEDOUT && r != -EAGAIN)
+			return r;
+	}
+	return NO_EVENT;
+}
+
+/*
+ * Every lane in @mask (burnt, its sender gone or going) must give
+ * -EBADMSG, then its end (-EPIPE) exactly once; nothing else may come.
+ * Returns the lanes whose end came.
+ */
+static uint32_t await_ends(struct __test_metadata *_metadata, struct lzchan *rx,
+			   uint32_t mask, uint32_t bad_seen)
+{
+	uint32_t ended = 0, lane;
+	char buf[64];
+	int r;
+
+	while (ended != mask) {
+		lane = UINT32_MAX;
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		if (r == NO_EVENT) {
+			TH_LOG("lanes 0x%x: -EBADMSG seen 0x%x, end seen 0x%x; no more",
+			       mask, bad_seen, ended);
+			break;
+		}
+		ASSERT_GT(32, lane) TH_LOG("verdict %d without a lane", r);
+		ASSERT_TRUE(mask & (1U << lane)) TH_LOG("verdict %d from lane %u", r, lane);
+		if (r == -EBADMSG) {
+			EXPECT_FALSE(ended & (1U << lane)) TH_LOG("lane %u: -EBADMSG after its end", lane);
+			bad_seen |= 1U << lane;
+		} else if (r == -EPIPE) {
+			EXPECT_TRUE(bad_seen & (1U << lane)) TH_LOG("lane %u: end before -EBADMSG", lane);
+			EXPECT_FALSE(ended & (1U << lane)) TH_LOG("lane %u: end twice", lane);
+			ended |= 1U << lane;
+		} else {
+			ASSERT_EQ(-EBADMSG, r) TH_LOG("lane %u", lane);
+		}
+	}
+	return ended;
+}
+
+struct honest_msg {
+	uint32_t sender, n;
+	char pad[92];		/* every other message spans two 64-byte slots */
+};
+
+/*
+ * @senders honest senders must attach (one per lane: every lane), and
+ * each one's @count messages arrive exactly once, in order.  Then they
+ * leave and each lane's end comes once.
+ */
+static void honest_senders(struct __test_metadata *_metadata, const char *name,
+			   struct lzchan *rx, uint32_t senders, uint32_t count)
+{
+	struct lzchan *tx[32], *extra;
+	uint32_t lane_of[32], next[32] = { 0 }, lanes = 0, i, n, got = 0, lane;
+	struct honest_msg msg;
+	char buf[256];
+	int r;
+
+	for (i = 0; i < senders; i++) {
+		struct lzchan_geom g;
+
+		r = lzchan_open(&tx[i], name, LZCHAN_SENDER, NULL);
+		ASSERT_EQ(0, r) TH_LOG("honest sender %u of %u: %s", i, senders, strerror(-r));
+		ASSERT_EQ(0, lzchan_geometry(tx[i], &g));
+		ASSERT_FALSE(lanes & (1U << g.lane));
+		lanes |= 1U << g.lane;
+		lane_of[i] = g.lane;
+	}
+	ASSERT_EQ(-EUSERS, lzchan_open(&extra, name, LZCHAN_SENDER, NULL));
+	for (n = 0; n < count; n++)
+		for (i = 0; i < senders; i++) {
+			memset(&msg, 'a' + i, sizeof(msg));
+			msg.sender = i;
+			msg.n = n;
+			ASSERT_EQ(0, lzchan_send(tx[i], &msg, n % 2 ? sizeof(msg) : 8));
+		}
+	while (got < senders * count) {
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		ASSERT_TRUE(r == 8 || r == sizeof(msg)) TH_LOG("got %d after %u messages", r, got);
+		memcpy(&msg, buf, 8);
+		ASSERT_GT(senders, msg.sender);
+		EXPECT_EQ(lane_of[msg.sender], lane);
+		ASSERT_EQ(next[msg.sender], msg.n) TH_LOG("sender %u", msg.sender);
+		EXPECT_EQ(msg.n % 2 ? sizeof(msg) : 8, (size_t)r);
+		next[msg.sender]++;
+		got++;
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	for (i = 0; i < senders; i++)
+		lzchan_close(tx[i]);
+	for (i = 0; i < senders; i++) {
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		ASSERT_EQ(-EPIPE, r);
+		ASSERT_TRUE(lanes & (1U << lane));
+		lanes &= ~(1U << lane);
+	}
+}
+
+#define BURN_LANES	4
+
+/*
+ * A hostile sender may waste its own lane, never the channel: burn every
+ * lane (garbage at the head, then close), some while the receiver watches
+ * and some before it looks; the receiver reports -EBADMSG, then the end,
+ * and every lane takes an honest sender again.
+ */
+TEST(burnt_lanes_come_back)
+{
+	struct lzchan_opts o;
+	struct lzchan_geom g;
+	struct burner b[BURN_LANES];
+	const char *name = lz_name("burn");
+	struct lzchan *rx;
+	uint32_t lane, i;
+	char buf[64];
+	int round, r;
+
+	lzchan_opts_init(&o);
+	o.slot_size = 64;
+	o.slot_count = 128;
+	o.max_senders = BURN_LANES;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	for (round = 0; round < 2; round++) {
+		/* Lanes 0 and 1: garbage seen while their senders are still
+		 * there; nothing more until they leave. */
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, burner_open(&b[i], name, g.backend));
+			ASSERT_EQ(i, b[i].lane);
+			lane = UINT32_MAX;
+			EXPECT_EQ(-EBADMSG, next_event(rx, &lane, buf, sizeof(buf)));
+			EXPECT_EQ(i, lane);
+		}
+		r = lzchan_recv(rx, buf, sizeof(buf), &lane);
+		EXPECT_EQ(-EAGAIN, r) TH_LOG("lane %u", lane);
+		/* Lanes 2 and 3: their senders are gone before we look. */
+		for (i = 2; i < BURN_LANES; i++) {
+			ASSERT_EQ(0, burner_open(&b[i], name, g.backend));
+			ASSERT_EQ(i, b[i].lane);
+			burner_close(&b[i]);
+		}
+		EXPECT_EQ(0xc, await_ends(_metadata, rx, 0xc, 0));
+		/* Lanes 0 and 1 end when their senders leave. */
+		for (i = 0; i < 2; i++)
+			burner_close(&b[i]);
+		EXPECT_EQ(3, await_ends(_metadata, rx, 3, 3));
+		honest_senders(_metadata, name, rx, BURN_LANES, 40);
+	}
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/*
+ * Lanes burnt while no receiver was there, or whose -EBADMSG a receiver
+ * saw before leaving: the next receiver gives them up the same way.
+ */
+TEST(burnt_lanes_new_receiver)
+{
+	struct lzchan_opts o;
+	struct lzchan_geom g;
+	struct burner b;
+	const char *name = lz_name("burnrx");
+	struct lzchan *rx;
+	uint32_t lane, i;
+	char buf[64];
+
+	lzchan_opts_init(&o);
+	o.slot_size = 64;
+	o.slot_count = 128;
+	o.max_senders = BURN_LANES;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	/* Lane 0: the first receiver sees the garbage, then leaves while
+	 * the sender is still there. */
+	ASSERT_EQ(0, burner_open(&b, name, g.backend));
+	lane = UINT32_MAX;
+	EXPECT_EQ(-EBADMSG, next_event(rx, &lane, buf, sizeof(buf)));
+	EXPECT_EQ(0, lane);
+	lzchan_close(rx);
+	burner_close(&b);
+	/* Lanes 1..3: burnt with no receiver attached. */
+	for (i = 1; i < BURN_LANES; i++) {
+		ASSERT_EQ(0, burner_open(&b, name, g.backend));
+		ASSERT_EQ(i, b.lane);
+		burner_close(&b);
+	}
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(0xf, await_ends(_metadata, rx, 0xf, 0));
+	honest_senders(_metadata, name, rx, BURN_LANES, 40);
+	lzchan_close(rx);
+	lzchan_unlink(name);
 }
 
 TEST_HARNESS_MAIN
