@@ -261,7 +261,9 @@ void __lzchan_tx_wake(struct lzchan *ch);
  *               sent was received (reported once per sender);
  *   -EMSGSIZE   the message is longer than @cap (left in place; *lane set);
  *   -EBADMSG    the lane holds something that is not a valid message (its
- *               sender wrote garbage); that lane is abandoned;
+ *               sender wrote garbage); that lane is abandoned, and once
+ *               that sender has gone its -EPIPE follows (the lane then
+ *               takes a new sender);
  *   -EBADF      not a receiver.
  */
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
