@@ -630,8 +630,10 @@ unsigned int lzchan_chan_count(void)
 /* ---- attachment ---- */
 
 /* SysV-style check: owner, then group, then other; CAP_IPC_OWNER in the
- * user namespace owning the IPC namespace overrides.  @may: 4 r, 2 w. */
-static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may)
+ * user namespace owning the IPC namespace overrides.  @may: 4 r, 2 w.
+ * @audit: false for a look (LIST) that is no attempt to get access. */
+static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may,
+				  bool audit)
 {
 	kuid_t euid = current_euid();
 	unsigned int granted = chan->mode;
@@ -640,9 +642,12 @@ static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may)
 		granted >>= 6;
 	else if (in_group_p(chan->cgid) || in_group_p(chan->gid))
 		granted >>= 3;
-	if ((may & ~granted & 0007) && !ns_capable(chan->ns->user_ns, CAP_IPC_OWNER))
-		return -EACCES;
-	return 0;
+	if (!(may & ~granted & 0007))
+		return 0;
+	if (audit ? ns_capable(chan->ns->user_ns, CAP_IPC_OWNER) :
+		    ns_capable_noaudit(chan->ns->user_ns, CAP_IPC_OWNER))
+		return 0;
+	return -EACCES;
 }
 
 static void lzchan_shm_set_status(__u64 *word, u32 gen, u32 state)
@@ -778,7 +783,7 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 		ret = -ENOENT;
 		goto out_unlock_file;
 	}
-	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ? 4 : 2);
+	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ? 4 : 2, true);
 	if (ret) {
 		mutex_unlock(&lzchan_lock);
 		goto out_unlock_file;
@@ -992,6 +997,19 @@ void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st)
 	st->messages = msgs;
 }
 
+static void lzchan_stat_hide(struct lzchan_chan_stat *st)
+{
+	st->senders = 0;
+	st->receiver = 0;
+	st->rx_parked = 0;
+	st->sender_attaches = 0;
+	st->peer_deaths = 0;
+	st->wake_requests = 0;
+	st->wakeups = 0;
+	st->messages = 0;
+	st->flags |= LZCHAN_STAT_HIDDEN;
+}
+
 int lzchan_chan_list(struct lzchan_list *l)
 {
 	const size_t min_entry = offsetofend(struct lzchan_chan_stat, messages);
@@ -1042,8 +1060,14 @@ int lzchan_chan_list(struct lzchan_list *l)
 			ret = -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
-		if (!ret)
+		if (!ret && !lzchan_chan_permission(chans[i], 4, false)) {
 			lzchan_chan_stat(chans[i], &buf[i]);
+		} else if (!ret) {
+			/* Who talks how much, and whether the receiver
+			 * sleeps, is for those who may read it. */
+			lzchan_chan_stat(chans[i], &buf[i]);
+			lzchan_stat_hide(&buf[i]);
+		}
 		lzchan_chan_put(chans[i]);
 	}
 	kvfree(chans);

@@ -349,4 +349,91 @@ TEST(user_namespace_mapped_ids)
 	EXPECT_EQ(0, lz_unlink(n.root_0602));
 }
 
+/* The caller's LIST entry for @name (0), or -1. */
+static int list_entry(const char *name, struct lzchan_chan_stat *out)
+{
+	struct lzchan_chan_stat e[256];
+	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
+				 .count = 256, .entries = (__u64)(unsigned long)e };
+	int fd = lz_dev(), ret = -1;
+	__u32 i;
+
+	if (fd < 0)
+		return -1;
+	if (!lz_ioctl(fd, LZCHAN_IOC_LIST, &l))
+		for (i = 0; i < l.count && i < 256; i++)
+			if (!strncmp(e[i].name, name, LZCHAN_NAME_SIZE)) {
+				*out = e[i];
+				ret = 0;
+			}
+	close(fd);
+	return ret;
+}
+
+/* What uid 4321 (no group in common) sees of a busy channel: 0 all as
+ * expected; else the step that differed. */
+static int list_as_other(const char *name, int want_hidden)
+{
+	struct lzchan_chan_stat e;
+
+	if (setresgid(4321, 4321, 4321) || setgroups(0, NULL) ||
+	    setresuid(4321, 4321, 4321))
+		return 10;
+	if (list_entry(name, &e))
+		return 11;
+	if (e.mode != (want_hidden ? 0602 : 0604) || e.uid != 0 || !e.bytes ||
+	    e.max_senders != 4)
+		return 12;			/* names, ids, geometry: for all */
+	if (want_hidden)
+		return e.flags == LZCHAN_STAT_HIDDEN && !e.senders && !e.receiver &&
+		       !e.sender_attaches && !e.messages && !e.peer_deaths ? 0 : 13;
+	return !e.flags && e.senders == 1 && e.receiver == 1 &&
+	       e.sender_attaches == 1 ? 0 : 14;
+}
+
+/*
+ * LIST shows every channel's name, ids, mode and geometry, as ipcs does,
+ * but its activity (who is attached, message and wakeup counts, parked)
+ * only to callers who may read the channel.
+ */
+TEST(list_hides_activity_from_non_readers)
+{
+	const char *hidden = lz_name("hid"), *open_ = lz_name("vis");
+	struct lz_geom g = LZ_GEOM_DEFAULT;
+	struct lzchan_chan_stat e;
+	int fds[4], i, status;
+	pid_t pid;
+
+	LZ_NEED_DEV();
+	g.mode = 0602;
+	ASSERT_EQ(0, lz_create(hidden, g));
+	g.mode = 0604;
+	ASSERT_EQ(0, lz_create(open_, g));
+	fds[0] = lz_open(hidden, LZCHAN_OPEN_RECEIVER, NULL);
+	fds[1] = lz_open(hidden, LZCHAN_OPEN_SENDER, NULL);
+	fds[2] = lz_open(open_, LZCHAN_OPEN_RECEIVER, NULL);
+	fds[3] = lz_open(open_, LZCHAN_OPEN_SENDER, NULL);
+	for (i = 0; i < 4; i++)
+		ASSERT_LE(0, fds[i]);
+	/* The owner sees everything. */
+	ASSERT_EQ(0, list_entry(hidden, &e));
+	EXPECT_EQ(0, e.flags);
+	EXPECT_EQ(1, e.senders);
+	EXPECT_EQ(1, e.receiver);
+
+	for (i = 0; i < 2; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(list_as_other(i ? open_ : hidden, !i));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("%s", i ? "readable" : "hidden");
+	}
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	EXPECT_EQ(0, lz_unlink(hidden));
+	EXPECT_EQ(0, lz_unlink(open_));
+}
+
 TEST_HARNESS_MAIN

@@ -443,7 +443,17 @@ static void json_chan(const struct lzchan_chan_stat *s)
 	else
 		printf(", \"slot_size\": null, \"slot_count\": null, \"max_senders\": null"
 		       ", \"max_msg\": null");
-	printf(", \"bytes\": %llu, \"senders\": %u, \"receiver\": %s, \"receiver_parked\": %s"
+	if (s->flags & LZCHAN_STAT_HIDDEN) {
+		/* The caller may not read it: no activity to show. */
+		printf(", \"bytes\": %llu, \"hidden\": true, \"senders\": null"
+		       ", \"receiver\": null, \"receiver_parked\": null, \"messages\": null"
+		       ", \"wakeups\": null, \"wake_requests\": null"
+		       ", \"sender_attaches\": null, \"peer_deaths\": null}",
+		       (unsigned long long)s->bytes);
+		return;
+	}
+	printf(", \"bytes\": %llu, \"hidden\": false, \"senders\": %u, \"receiver\": %s"
+	       ", \"receiver_parked\": %s"
 	       ", \"messages\": %llu, \"wakeups\": %llu, \"wake_requests\": %llu"
 	       ", \"sender_attaches\": %llu, \"peer_deaths\": %llu}",
 	       (unsigned long long)s->bytes, s->senders, s->receiver ? "true" : "false",
@@ -515,6 +525,13 @@ static int cmd_list(int argc, char **argv)
 				snprintf(senders, sizeof(senders), "?");
 			}
 			fmt_node(s, node, sizeof(node));
+			if (s->flags & LZCHAN_STAT_HIDDEN) {
+				snprintf(senders, sizeof(senders), "-/%u", s->max_senders);
+				printf("%-20s %6u %6u %04o %4s %13s %7s %8s %12s %10s\n", s->name,
+				       s->uid, s->gid, s->mode, node, slots, senders, "-",
+				       "-", "-");
+				continue;
+			}
 			printf("%-20s %6u %6u %04o %4s %13s %7s %8s %12llu %10llu\n", s->name,
 			       s->uid, s->gid, s->mode, node, slots, senders, rx_state(s),
 			       (unsigned long long)s->messages, (unsigned long long)s->wakeups);
@@ -611,11 +628,20 @@ static int cmd_show(int argc, char **argv)
 		printf("largest message: %llu bytes\n",
 		       (unsigned long long)(s.slot_count - 1) * s.slot_size -
 		       sizeof(struct lzchan_slot_hdr));
-		printf("senders:         %u attached, %u lanes\n", s.senders, s.max_senders);
+		if (s.flags & LZCHAN_STAT_HIDDEN)
+			printf("senders:         %u lanes\n", s.max_senders);
+		else
+			printf("senders:         %u attached, %u lanes\n", s.senders,
+			       s.max_senders);
 	} else {
 		printf("slots:           unknown (the file is unreadable or not a channel)\n");
 	}
 	printf("memory:          %llu bytes\n", (unsigned long long)s.bytes);
+	if (s.flags & LZCHAN_STAT_HIDDEN) {
+		printf("activity:        hidden (you may not read this channel)\n");
+		free(lanes);
+		return 0;
+	}
 	printf("receiver:        %s\n", rx_state(&s));
 	printf("messages:        %llu\n", (unsigned long long)s.messages);
 	printf("wake requests:   %llu\n", (unsigned long long)s.wake_requests);
@@ -1387,7 +1413,8 @@ static const struct cmd cmds[] = {
 	{ "list", "ls", cmd_list, "list [--json]",
 	  "List the channels visible to the caller, and the backend listed: name,\n"
 	  "owner uid/gid, mode, NUMA node (! = strict), slots x slot size, senders\n"
-	  "attached/lanes, receiver (none, attached, parked), messages and wakeups.\n"
+	  "attached/lanes, receiver (none, attached, parked), messages and wakeups\n"
+	  "('-' where the caller may not read the channel: activity is not shown).\n"
 	  "  --json   one JSON object: backend, where, channels[]\n" },
 	{ "show", NULL, cmd_show, "show NAME [--json]",
 	  "Show one channel in detail: every counter, the geometry, the largest\n"

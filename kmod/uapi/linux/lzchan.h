@@ -159,7 +159,7 @@ struct lzchan_chan_stat {
 	__u32 senders;			/* lanes attached now */
 	__u32 receiver;			/* 1 while a receiver is attached */
 	__u32 rx_parked;		/* the receiver's park word, as read */
-	__u32 reserved0;		/* 0; keeps the u64s 8-aligned on i386 */
+	__u32 flags;			/* LZCHAN_STAT_* */
 	__u64 bytes;			/* memory of the channel */
 	__u64 sender_attaches;		/* counters since creation */
 	__u64 peer_deaths;
@@ -168,6 +168,14 @@ struct lzchan_chan_stat {
 	__u64 messages;			/* sum of lanes' lzchan_shm_tx.msgs */
 	__u64 reserved[3];
 };
+
+/*
+ * LZCHAN_STAT_HIDDEN: in a LIST entry, the caller may not read the channel
+ * (mode bits, as for opening it as receiver): the activity fields (senders,
+ * receiver, rx_parked, messages and the counters) read 0.  Names, ids,
+ * mode, geometry and bytes are visible to every caller, as ipcs(1) shows.
+ */
+#define LZCHAN_STAT_HIDDEN	(1U << 0)
 
 /*
  * The mmap layout: byte offsets (page-aligned) to pass to mmap() and sizes.
@@ -212,7 +220,8 @@ struct lzchan_info {
 
 /*
  * LZCHAN_IOC_LIST (any fd): the channels named in the caller's IPC
- * namespace, in no particular order.  @entries points to @count entries of
+ * namespace, in no particular order; activity only where the caller may
+ * read (see LZCHAN_STAT_HIDDEN).  @entries points to @count entries of
  * @entry_size bytes each (the struct lzchan_chan_stat the caller knows,
  * at least up to @messages).  The kernel fills min(count, total) entries,
  * skipping the first @start, and sets @count and @total.
