@@ -246,7 +246,7 @@ int lzchan_chan_usage(struct lzchan_usage *us)
 	}
 	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE))
 		us->flags_out |= LZCHAN_USAGE_EXEMPT;
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	return 0;
 }
 
@@ -263,7 +263,7 @@ ssize_t lzchan_chan_tenants_show(char *buf)
 				     u->user_ns->ns.inum,
 				     from_kuid_munged(u->user_ns, u->uid),
 				     u->channels, u->bytes);
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	return len;
 }
 
@@ -349,6 +349,8 @@ static void lzchan_chan_free_pages(struct lzchan_chan *chan)
 	for (i = 0; i < chan->npages && chan->pages[i]; i++) {
 		lzchan_pages_account(page_to_nid(chan->pages[i]), -1);
 		__free_page(chan->pages[i]);
+		if (!(i & 1023))
+			cond_resched();
 	}
 	kvfree(chan->pages);
 }
@@ -398,16 +400,42 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 	return 0;
 }
 
-/* Frees the channel; called with lzchan_lock held, the last ref gone. */
+/*
+ * Channels whose last reference went while lzchan_lock was held: their
+ * accounting is undone at once, their memory (up to max_channel_bytes of
+ * pages) is freed by lzchan_unlock() after the lock is dropped, so that no
+ * other tenant waits on the global lock for it.
+ */
+static LIST_HEAD(lzchan_graveyard);
+
+/* The last reference is gone; called with lzchan_lock held. */
 static void __lzchan_chan_free(struct lzchan_chan *chan)
 {
 	lockdep_assert_held(&lzchan_lock);
 	lzchan_tenant_uncharge(chan->ns, chan->cuid, (u64)chan->npages << PAGE_SHIFT);
-	lzchan_chan_free_pages(chan);
 	lzchan_ns_put(chan->ns);
-	kfree(chan->lanes);
+	chan->ns = NULL;
 	lzchan_nr_channels--;
+	list_add_tail(&chan->dead, &lzchan_graveyard);
+}
+
+static void lzchan_chan_free_mem(struct lzchan_chan *chan)
+{
+	lzchan_chan_free_pages(chan);
+	kfree(chan->lanes);
 	kfree(chan);
+}
+
+/* Drop lzchan_lock, then free what died under it (see above). */
+void lzchan_unlock(void)
+{
+	struct lzchan_chan *chan, *next;
+	LIST_HEAD(dead);
+
+	list_splice_init(&lzchan_graveyard, &dead);
+	mutex_unlock(&lzchan_lock);
+	list_for_each_entry_safe(chan, next, &dead, dead)
+		lzchan_chan_free_mem(chan);
 }
 
 static void lzchan_chan_put_locked(struct lzchan_chan *chan)
@@ -420,7 +448,7 @@ static void lzchan_chan_put(struct lzchan_chan *chan)
 {
 	if (refcount_dec_and_mutex_lock(&chan->ref.refcount, &lzchan_lock)) {
 		__lzchan_chan_free(chan);
-		mutex_unlock(&lzchan_lock);
+		lzchan_unlock();
 	}
 }
 
@@ -516,7 +544,7 @@ int lzchan_chan_create(struct lzchan_create *c)
 	if (ret)
 		goto out_put_ns;
 	lzchan_nr_channels++;
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 
 	/* The allocation (possibly long: reclaim) holds no lock. */
 	ret = lzchan_chan_alloc_pages(chan, bytes);
@@ -533,7 +561,7 @@ int lzchan_chan_create(struct lzchan_create *c)
 	}
 	WRITE_ONCE(chan->linked, true);	/* read unlocked in lzchan_chan_stat() */
 	hash_add(lzchan_names, &chan->hnode, lzchan_name_hash(chan->ns, chan->name));
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	c->created = 1;
 	return 0;
 
@@ -543,7 +571,7 @@ out_unreserve:
 out_put_ns:
 	lzchan_ns_put(chan->ns);
 out_unlock_free:
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	lzchan_chan_free_pages(chan);
 	kfree(chan->lanes);
 	kfree(chan);
@@ -586,7 +614,7 @@ int lzchan_chan_unlink(struct lzchan_unlink *u)
 		lzchan_chan_unlink_locked(chan);
 		ret = 0;
 	}
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	return ret;
 }
 
@@ -616,7 +644,7 @@ void lzchan_chan_unlink_all(void)
 	}
 	WARN_ON(lzchan_nr_channels);
 	WARN_ON(!list_empty(&lzchan_users));
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 	if (n)
 		pr_info("removed %u named channel(s) at unload\n", n);
 }
@@ -709,6 +737,12 @@ static void lzchan_lane_scrub(struct lzchan_chan *chan, u32 i)
 	}
 }
 
+/*
+ * Takes a lane for the caller.  A closed lane is scrubbed (up to
+ * max_channel_bytes / max_senders of memory) with chan->lock dropped: the
+ * lane is held as LZCHAN_LANE_SCRUBBING meanwhile, which nobody else takes
+ * or reports, so other attaches, PEER and release do not wait for it.
+ */
 static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
 {
 	struct lzchan_lane *l;
@@ -720,7 +754,10 @@ static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
 		if (l->state == LZCHAN_LANE_FREE)
 			break;
 		if (l->state == LZCHAN_LANE_CLOSED && lzchan_lane_reusable(chan, i)) {
+			l->state = LZCHAN_LANE_SCRUBBING;
+			mutex_unlock(&chan->lock);
 			lzchan_lane_scrub(chan, i);
+			mutex_lock(&chan->lock);
 			break;
 		}
 	}
@@ -732,7 +769,7 @@ static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
 	l->pid = get_pid(task_tgid(current));
 	l->euid = current_euid();
 	l->egid = current_egid();
-	chan->senders++;
+	WRITE_ONCE(chan->senders, chan->senders + 1);	/* read unlocked in lzchan_chan_stat() */
 	atomic64_inc(&chan->sender_attaches);
 	lzchan_shm_set_status(&lzchan_shm_lane(chan, i)->status, l->gen, l->state);
 	*lane = i;
@@ -779,17 +816,17 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 	lzchan_ns_reap();
 	chan = lzchan_chan_lookup(o->name);
 	if (!chan) {
-		mutex_unlock(&lzchan_lock);
+		lzchan_unlock();
 		ret = -ENOENT;
 		goto out_unlock_file;
 	}
 	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ? 4 : 2, true);
 	if (ret) {
-		mutex_unlock(&lzchan_lock);
+		lzchan_unlock();
 		goto out_unlock_file;
 	}
 	kref_get(&chan->ref);		/* the file's reference */
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 
 	mutex_lock(&chan->lock);
 	if (o->flags == LZCHAN_OPEN_RECEIVER)
@@ -849,7 +886,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		l->state = LZCHAN_LANE_CLOSED;
 		put_pid(l->pid);
 		l->pid = NULL;
-		chan->senders--;
+		WRITE_ONCE(chan->senders, chan->senders - 1);	/* read unlocked in lzchan_chan_stat() */
 		lzchan_shm_set_status(&lzchan_shm_lane(chan, f->lane)->status,
 				      l->gen, l->state);
 		/* A parked receiver must learn of the departure. */
@@ -983,10 +1020,9 @@ void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st)
 	/* Receiver-written, statistics only. */
 	st->rx_parked = READ_ONCE(lzchan_shm_rx(chan)->parked);
 
-	mutex_lock(&chan->lock);
-	st->senders = chan->senders;
-	st->receiver = chan->rx_attached;
-	mutex_unlock(&chan->lock);
+	/* Snapshots; written under chan->lock, which LIST does not take. */
+	st->senders = READ_ONCE(chan->senders);
+	st->receiver = READ_ONCE(chan->rx_attached);
 
 	/* Sender-written, statistics only. */
 	for (i = 0; i < chan->max_senders; i++) {
@@ -1038,7 +1074,7 @@ int lzchan_chan_list(struct lzchan_list *l)
 	if (n) {
 		chans = kvcalloc(n, sizeof(*chans), GFP_KERNEL);
 		if (!chans) {
-			mutex_unlock(&lzchan_lock);
+			lzchan_unlock();
 			return -ENOMEM;
 		}
 		i = 0;
@@ -1052,7 +1088,7 @@ int lzchan_chan_list(struct lzchan_list *l)
 			i++;
 		}
 	}
-	mutex_unlock(&lzchan_lock);
+	lzchan_unlock();
 
 	if (n) {
 		buf = kvcalloc(n, sizeof(*buf), GFP_KERNEL);

@@ -17,7 +17,9 @@
  * Locks, outermost first: lzchan_lock (names, namespaces, limits), then
  * chan->lock (attachments, eventfd).  Neither is taken in mmap() or the
  * fault handler, and no user copy happens under either, so mmap_lock never
- * nests inside them.
+ * nests inside them.  Nothing long runs under either: a channel's pages are
+ * freed after lzchan_lock is dropped (lzchan_unlock()), a lane is scrubbed
+ * with chan->lock dropped, and LIST takes no channel's lock.
  */
 #ifndef _LZCHAN_INTERNAL_H
 #define _LZCHAN_INTERNAL_H
@@ -53,14 +55,19 @@ struct lzchan_lane {
 	kuid_t euid;
 	kgid_t egid;
 	u32 gen;
-	u32 state;			/* LZCHAN_LANE_* */
+	u32 state;			/* LZCHAN_LANE_*, or: */
 };
+
+/* A closed lane being scrubbed for a new sender, chan->lock dropped
+ * (lzchan_attach_sender()); never published in shared memory. */
+#define LZCHAN_LANE_SCRUBBING	0x100
 
 struct lzchan_chan {
 	struct kref ref;
 	struct mutex lock;
 	struct lzchan_ns *ns;
 	struct hlist_node hnode;	/* in the name table while linked */
+	struct list_head dead;		/* in lzchan_graveyard once unreferenced */
 	bool linked;
 	char name[LZCHAN_NAME_SIZE];
 
@@ -111,6 +118,7 @@ void lzchan_pages_account(int nid, long delta);
 
 /* lzchan_ns.c */
 extern struct mutex lzchan_lock;
+void lzchan_unlock(void);	/* lzchan_chan.c: unlock, free the dead */
 struct lzchan_ns *lzchan_ns_current_get(void);	/* under lzchan_lock */
 struct lzchan_ns *lzchan_ns_find(const void *key);	/* under lzchan_lock */
 ssize_t lzchan_ns_tenants_show(char *buf);	/* under lzchan_lock */

@@ -16,7 +16,9 @@
  *
  * The reaper unlinks the channels of dead namespaces (as SysV IPC objects
  * die with theirs).  It runs under lzchan_lock before every name operation
- * and from a periodic work item while any namespace is known.
+ * and from a periodic work item while a namespace other than the initial
+ * one (which never dies) has channels: a machine without containers using
+ * lzchan never wakes it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,6 +27,7 @@
 #include <linux/mount.h>
 #include <linux/nsproxy.h>
 #include <linux/sched.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/user_namespace.h>
@@ -50,6 +53,17 @@ const void *lzchan_ns_current_key(void)
 bool lzchan_ns_is_current(const struct lzchan_ns *ns)
 {
 	return ns->mq_mnt == lzchan_ns_current_key();
+}
+
+/*
+ * Can this namespace die?  The initial IPC namespace never does: channels
+ * there need no reaper.  (A module cannot be told when an IPC namespace
+ * dies -- no notifier exists -- hence the periodic look while channels of
+ * other namespaces exist; every name operation reaps first as well.)
+ */
+static bool lzchan_ns_mortal(const struct lzchan_ns *ns)
+{
+	return ns->mq_mnt != init_task.nsproxy->ipc_ns->mq_mnt;
 }
 
 /* The entry of the namespace @key identifies (see above), or NULL. */
@@ -85,7 +99,8 @@ struct lzchan_ns *lzchan_ns_current_get(void)
 	ns->ipc_inum = ipc->ns.inum;
 	kref_init(&ns->ref);
 	list_add(&ns->node, &lzchan_namespaces);
-	lzchan_ns_reaper_start();
+	if (lzchan_ns_mortal(ns))
+		lzchan_ns_reaper_start();
 	return ns;
 }
 
@@ -139,14 +154,25 @@ void lzchan_ns_reap(void)
 	}
 }
 
+static bool lzchan_ns_any_mortal(void)
+{
+	struct lzchan_ns *ns;
+
+	lockdep_assert_held(&lzchan_lock);
+	list_for_each_entry(ns, &lzchan_namespaces, node)
+		if (lzchan_ns_mortal(ns))
+			return true;
+	return false;
+}
+
 static void lzchan_ns_reap_work(struct work_struct *work)
 {
 	bool again;
 
 	mutex_lock(&lzchan_lock);
 	lzchan_ns_reap();
-	again = !list_empty(&lzchan_namespaces);
-	mutex_unlock(&lzchan_lock);
+	again = lzchan_ns_any_mortal();
+	lzchan_unlock();
 	if (again)
 		schedule_delayed_work(&lzchan_reaper, LZCHAN_REAP_INTERVAL);
 }
