@@ -49,6 +49,8 @@ struct lzchan;
 #define LZCHAN_SENDER		(1U << 1)
 #define LZCHAN_CREATE		(1U << 2)	/* create the channel if absent */
 #define LZCHAN_EXCL		(1U << 3)	/* with CREATE: fail if it exists */
+#define LZCHAN_OWNED		(1U << 4)	/* fail (-EPERM) unless the channel's
+						 * owner is the caller's euid */
 
 /* Channel options, for creation (and the receiver's tunables). */
 struct lzchan_opts {
@@ -70,9 +72,13 @@ void lzchan_opts_init(struct lzchan_opts *o);
 /*
  * Open channel @name as receiver or sender (@flags), creating it first
  * with LZCHAN_CREATE (geometry from @opts, or defaults when NULL).
+ * Without EXCL an existing channel is opened, whoever made it: add
+ * LZCHAN_OWNED to accept only a channel the caller owns (a name someone
+ * else created first is -EPERM), and see lzchan_geometry()'s created.
  * Errors: -ENOENT (no such channel), -EEXIST (CREATE|EXCL and it exists),
- * -EBUSY (a receiver is attached), -EUSERS (no free lane), -EACCES, -EINVAL,
- * -ENOMEM, and the backend's errors (see the man pages).
+ * -EPERM (OWNED and another user's channel), -EBUSY (a receiver is
+ * attached), -EUSERS (no free lane), -EACCES, -EINVAL, -ENOMEM, and the
+ * backend's errors (see the man pages).
  */
 int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 		const struct lzchan_opts *opts);
@@ -98,7 +104,8 @@ struct lzchan_geom {
 	uint32_t lane;		/* sender: its lane; receiver: LZCHAN_LANE_NONE */
 	uint32_t backend;	/* enum lzchan_backend */
 	int32_t numa_node;	/* node the memory was asked from */
-	uint32_t reserved;
+	uint32_t created;	/* 1: this handle's lzchan_open() created the
+				 * channel (LZCHAN_CREATE); 0: it existed */
 };
 
 int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g);

@@ -40,6 +40,7 @@ struct lzchan {
 	int fd;				/* device fd or shm file */
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
+	bool created;			/* lzchan_open() created the channel */
 	char name[LZCHAN_NAME_SIZE];
 
 	/* the areas, as mapped */

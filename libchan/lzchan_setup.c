@@ -250,6 +250,7 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		memcpy(c.name, name, strlen(name) + 1);
 		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0)
 			return -errno;
+		ch->created = c.created;
 	}
 	memcpy(op.name, name, strlen(name) + 1);
 	op.flags = ch->f.role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER : LZCHAN_OPEN_SENDER;
@@ -257,6 +258,13 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
+	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
+	 * owner may have removed and made again) is the caller's.  The module
+	 * never changes a channel's owner and reports it in the caller's user
+	 * namespace, as geteuid() does.  Nothing is mapped yet; closing the
+	 * file detaches us again. */
+	if ((flags & LZCHAN_OWNED) && in.stat.uid != geteuid())
+		return -EPERM;
 	/* Slots are addressed by shifting: a geometry this library cannot
 	 * use (an older module took any multiple of 64) is refused here. */
 	if (__lzchan_geom_check(in.stat.slot_size, in.stat.slot_count, in.stat.max_senders))
@@ -363,8 +371,9 @@ static int __lzchan_mbind(void *p, size_t len, int node, bool strict)
 	return 0;
 }
 
-static int __lzchan_shm_create(const char *path,
-			       const struct lzchan_opts *o, bool *created)
+/* Create the channel file; *@made (if not NULL) identifies it. */
+static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
+			       bool *created, struct stat *made)
 {
 	struct __lzchan_shm_file *f;
 	uint64_t page = sysconf(_SC_PAGESIZE);
@@ -418,6 +427,8 @@ static int __lzchan_shm_create(const char *path,
 	 * opener that sees it sees the whole header. */
 	__lz_store_rel(&f->magic, SHM_FILE_MAGIC);
 	munmap(f, total);
+	if (made && fstat(fd, made) < 0)
+		goto fail_errno;
 	close(fd);
 	*created = true;
 	return 0;
@@ -429,7 +440,13 @@ fail_errno:
 	return ret;
 }
 
-static int __lzchan_shm_attach(struct lzchan *ch, const char *path)
+/*
+ * Open and map the channel file.  @made: the file this lzchan_open()
+ * created, if it did (ch->created stays only if that is the file opened);
+ * @owned: LZCHAN_OWNED.
+ */
+static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
+			       const struct stat *made, bool owned)
 {
 	struct __lzchan_shm_file hdr, *f;
 	struct lzchan_layout want;
@@ -437,9 +454,21 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path)
 	struct stat st;
 	int i, ret;
 
-	ch->fd = open(path, O_RDWR | O_CLOEXEC);
+	/* A name is never a symbolic link: one planted by another user could
+	 * point at a file of the caller's, which LZCHAN_OWNED would pass. */
+	ch->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (ch->fd < 0)
 		return -errno;
+	if (fstat(ch->fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EPROTO;
+	/* LZCHAN_OWNED: the file opened (whatever the name means by now) is
+	 * the caller's. */
+	if (owned && st.st_uid != geteuid())
+		return -EPERM;
+	if (made && (st.st_dev != made->st_dev || st.st_ino != made->st_ino))
+		ch->created = false;	/* removed and made again meanwhile */
 	/* A creator may still be filling the header: give it a second. */
 	for (i = 0; ; i++) {
 		if (fstat(ch->fd, &st) < 0)
@@ -564,6 +593,7 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 {
 	char path[PATH_MAX];
 	bool created = false;
+	struct stat made;
 	int ret;
 
 	ch->backend = LZCHAN_BACKEND_SHM;
@@ -571,13 +601,14 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 	if (ret)
 		return ret;
 	if (flags & LZCHAN_CREATE) {
-		ret = __lzchan_shm_create(path, o, &created);
+		ret = __lzchan_shm_create(path, o, &created, &made);
 		if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
 			ret = 0;
 		if (ret)
 			return ret;
 	}
-	ret = __lzchan_shm_attach(ch, path);
+	ch->created = created;
+	ret = __lzchan_shm_attach(ch, path, created ? &made : NULL, flags & LZCHAN_OWNED);
 	if (ret)
 		return ret;
 	/* The lane is chosen only now: map it once we know which. */
@@ -598,6 +629,22 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 
 /* ---- the public calls ---- */
 
+/*
+ * lzchan_open() failed with @err.  With LZCHAN_OWNED, a refusal that comes
+ * from the channel being another user's (no permission for the role, its
+ * receiver or its lanes taken) says so: -EPERM.
+ */
+static int __lzchan_owned_err(const char *name, unsigned int flags, int err)
+{
+	struct lzchan_chan_stat st;
+
+	if (!(flags & LZCHAN_OWNED) || (err != -EACCES && err != -EBUSY && err != -EUSERS))
+		return err;
+	if (lzchan_stat(name, &st, NULL) == 0 && st.uid != geteuid())
+		return -EPERM;
+	return err;
+}
+
 int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 		const struct lzchan_opts *opts)
 {
@@ -607,7 +654,8 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	int ret, devfd;
 
 	if (!chp || (role != LZCHAN_RECEIVER && role != LZCHAN_SENDER) ||
-	    (flags & ~(LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL)) ||
+	    (flags & ~(LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL |
+		       LZCHAN_OWNED)) ||
 	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)))
 		return -EINVAL;
 	ret = __lzchan_name_check(name);
@@ -637,8 +685,10 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	} else {
 		ret = devfd;
 	}
-	if (ret)
+	if (ret) {
+		ret = __lzchan_owned_err(name, flags, ret);
 		goto fail;
+	}
 
 	ch->f.publish_every = o.publish_every && o.publish_every <= ch->f.slot_count ?
 			    o.publish_every : (ch->f.slot_count / 4 ? ch->f.slot_count / 4 : 1);
@@ -771,7 +821,7 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	ret = __lzchan_shm_create(path, &o, &created);
+	ret = __lzchan_shm_create(path, &o, &created, NULL);
 	if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
 		return 0;
 	return ret ? ret : 1;
@@ -789,6 +839,7 @@ int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)
 	g->lane = ch->f.role == LZCHAN_SENDER ? ch->lane : LZCHAN_LANE_NONE;
 	g->backend = ch->backend;
 	g->numa_node = ch->numa_node;
+	g->created = ch->created;
 	return 0;
 }
 

@@ -4,10 +4,12 @@
  * host (shm backend) and in the VM rig (dev backend, LZCHAN_EXPECT_DEV=1).
  */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -612,6 +614,139 @@ TEST(peer)
 	EXPECT_EQ(getuid(), uid);
 	EXPECT_EQ(-ENOTCONN, lzchan_peer(p.rx, 0 + 1, NULL, NULL, NULL) == -EINVAL ? -ENOTCONN : -ENOTCONN);
 	pair_close(&p);
+}
+
+/* ---- name squatting: another user creates the name first ---- */
+
+#define SQUATTER_UID	61001
+#define OPENER_UID	61002
+
+struct squat {
+	char open_name[LZCHAN_NAME_SIZE];	/* the squatter's, mode 0666 */
+	char closed_name[LZCHAN_NAME_SIZE];	/* the squatter's, mode 0600 */
+	char own_name[LZCHAN_NAME_SIZE];	/* the opener's own */
+	int r[16];
+	uint32_t created[4];
+};
+
+/* Run @fn(@s) in a child as @uid (gid the same, no other groups). */
+static int as_user(uid_t uid, void (*fn)(struct squat *), struct squat *s)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(2);
+		fn(s);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void squatter(struct squat *s)
+{
+	struct lzchan_opts o = opts(64, 64, 2);
+
+	o.mode = 0666;
+	s->r[0] = lzchan_create(s->open_name, &o, LZCHAN_EXCL);
+	o.mode = 0600;
+	s->r[1] = lzchan_create(s->closed_name, &o, LZCHAN_EXCL);
+}
+
+/* lzchan_open()'s result, the handle closed again if there is one. */
+static int try_open(const char *name, unsigned int flags, const struct lzchan_opts *o)
+{
+	struct lzchan *ch;
+	int r = lzchan_open(&ch, name, flags, o);
+
+	if (!r)
+		lzchan_close(ch);
+	return r;
+}
+
+static void opener(struct squat *s)
+{
+	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan *ch, *tx;
+	struct lzchan_geom g;
+
+	/* Reusing a name safely: OWNED refuses the squatter's channel in
+	 * every role, whether or not we may open it. */
+	s->r[2] = try_open(s->open_name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_OWNED, &o);
+	s->r[3] = try_open(s->open_name, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_OWNED, &o);
+	s->r[4] = try_open(s->open_name, LZCHAN_RECEIVER | LZCHAN_OWNED, NULL);
+	s->r[5] = try_open(s->closed_name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_OWNED, &o);
+	s->r[6] = try_open(s->closed_name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o);
+	/* Creating safely: EXCL. */
+	s->r[7] = try_open(s->open_name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o);
+	/* Without either, the squatter's channel opens, and says so. */
+	s->r[8] = lzchan_open(&ch, s->open_name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o);
+	if (!s->r[8]) {
+		lzchan_geometry(ch, &g);
+		s->created[0] = g.created;
+		lzchan_close(ch);
+	}
+	/* Our own channel: created once, then ours to reopen. */
+	s->r[9] = lzchan_open(&ch, s->own_name,
+			      LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL | LZCHAN_OWNED, &o);
+	if (!s->r[9]) {
+		lzchan_geometry(ch, &g);
+		s->created[1] = g.created;
+		s->r[10] = lzchan_open(&tx, s->own_name, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_OWNED, &o);
+		if (!s->r[10]) {
+			lzchan_geometry(tx, &g);
+			s->created[2] = g.created;
+			s->r[11] = lzchan_send(tx, "mine", 4);
+			lzchan_close(tx);
+		}
+		lzchan_close(ch);
+	}
+	/* The squatter's name is not ours to remove; ours is. */
+	s->r[12] = lzchan_unlink(s->open_name);
+	s->r[13] = lzchan_unlink(s->own_name);
+}
+
+TEST(owned_refuses_a_squatted_name)
+{
+	struct squat *s;
+
+	if (geteuid())
+		SKIP(return, "needs root to act as two other users");
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, s);
+	memset(s, 0x5a, sizeof(*s));
+	strcpy(s->open_name, lz_name("squat"));
+	strcpy(s->closed_name, lz_name("squat"));
+	strcpy(s->own_name, lz_name("owned"));
+
+	ASSERT_EQ(0, as_user(SQUATTER_UID, squatter, s));
+	ASSERT_EQ(1, s->r[0]);
+	ASSERT_EQ(1, s->r[1]);
+	ASSERT_EQ(0, as_user(OPENER_UID, opener, s));
+	EXPECT_EQ(-EPERM, s->r[2]);
+	EXPECT_EQ(-EPERM, s->r[3]);
+	EXPECT_EQ(-EPERM, s->r[4]);
+	EXPECT_EQ(-EPERM, s->r[5]);	/* not -EACCES: it is not ours */
+	EXPECT_EQ(-EACCES, s->r[6]);
+	EXPECT_EQ(-EEXIST, s->r[7]);
+	EXPECT_EQ(0, s->r[8]);
+	EXPECT_EQ(0, s->created[0]);
+	EXPECT_EQ(0, s->r[9]);
+	EXPECT_EQ(1, s->created[1]);
+	EXPECT_EQ(0, s->r[10]);
+	EXPECT_EQ(0, s->created[2]);
+	EXPECT_EQ(0, s->r[11]);
+	EXPECT_EQ(-EPERM, s->r[12]);
+	EXPECT_EQ(0, s->r[13]);
+
+	EXPECT_EQ(0, lzchan_unlink(s->open_name));
+	EXPECT_EQ(0, lzchan_unlink(s->closed_name));
+	munmap(s, sizeof(*s));
 }
 
 TEST_HARNESS_MAIN
