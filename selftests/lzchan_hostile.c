@@ -358,14 +358,16 @@ static void burner_close(struct burner *b)
 /*
  * The receiver's next verdict other than "nothing": a message length,
  * -EBADMSG or -EPIPE (and *lane).  Waits in lzchan_recv_wait(), so the
- * parking path is what finds status changes; 0x7fff... for "none came".
+ * parking path is what finds status changes; NO_EVENT when none came in
+ * 30 s (a bound against hanging, far above what the slowest rig kernel
+ * needs: nothing here waits for time to pass).
  */
 #define NO_EVENT	INT32_MAX
 static int next_event(struct lzchan *rx, uint32_t *lane, void *buf, size_t cap)
 {
 	int k, r;
 
-	for (k = 0; k < 100; k++) {
+	for (k = 0; k < 300; k++) {
 		r = lzchan_recv_wait(rx, buf, cap, lane, 100000000);
 		if (r != -ETIMEDOUT && r != -EAGAIN)
 			return r;
