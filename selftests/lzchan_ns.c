@@ -349,27 +349,6 @@ TEST(user_namespace_mapped_ids)
 	EXPECT_EQ(0, lz_unlink(n.root_0602));
 }
 
-/* The caller's LIST entry for @name (0), or -1. */
-static int list_entry(const char *name, struct lzchan_chan_stat *out)
-{
-	struct lzchan_chan_stat e[256];
-	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
-				 .count = 256, .entries = (__u64)(unsigned long)e };
-	int fd = lz_dev(), ret = -1;
-	__u32 i;
-
-	if (fd < 0)
-		return -1;
-	if (!lz_ioctl(fd, LZCHAN_IOC_LIST, &l))
-		for (i = 0; i < l.count && i < 256; i++)
-			if (!strncmp(e[i].name, name, LZCHAN_NAME_SIZE)) {
-				*out = e[i];
-				ret = 0;
-			}
-	close(fd);
-	return ret;
-}
-
 /* What uid 4321 (no group in common) sees of a busy channel: 0 all as
  * expected; else the step that differed. */
 static int list_as_other(const char *name, int want_hidden)
@@ -379,7 +358,7 @@ static int list_as_other(const char *name, int want_hidden)
 	if (setresgid(4321, 4321, 4321) || setgroups(0, NULL) ||
 	    setresuid(4321, 4321, 4321))
 		return 10;
-	if (list_entry(name, &e))
+	if (lz_list_entry(name, &e) != 1)
 		return 11;
 	if (e.mode != (want_hidden ? 0602 : 0604) || e.uid != 0 || !e.bytes ||
 	    e.max_senders != 4)
@@ -416,7 +395,7 @@ TEST(list_hides_activity_from_non_readers)
 	for (i = 0; i < 4; i++)
 		ASSERT_LE(0, fds[i]);
 	/* The owner sees everything. */
-	ASSERT_EQ(0, list_entry(hidden, &e));
+	ASSERT_EQ(1, lz_list_entry(hidden, &e));
 	EXPECT_EQ(0, e.flags);
 	EXPECT_EQ(1, e.senders);
 	EXPECT_EQ(1, e.receiver);

@@ -92,9 +92,9 @@ static inline const char *lz_name(const char *prefix)
 	return b;
 }
 
-/* Is @name in the caller's IPC namespace's channel list?  1, 0, or -1
- * when the list cannot be had. */
-static inline int lz_list_has(const char *name)
+/* The caller's LIST entry for @name: 1 (filled *out, may be NULL), 0 if
+ * not listed, or -1 when the list cannot be had. */
+static inline int lz_list_entry(const char *name, struct lzchan_chan_stat *out)
 {
 	struct lzchan_chan_stat e[256];
 	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(e[0]),
@@ -108,11 +108,21 @@ static inline int lz_list_has(const char *name)
 		ret = 0;
 		/* count says how many exist; only 256 were written. */
 		for (i = 0; i < l.count && i < 256; i++)
-			if (!strncmp(e[i].name, name, LZCHAN_NAME_SIZE))
+			if (!strncmp(e[i].name, name, LZCHAN_NAME_SIZE)) {
+				if (out)
+					*out = e[i];
 				ret = 1;
+			}
 	}
 	close(fd);
 	return ret;
+}
+
+/* Is @name in the caller's IPC namespace's channel list?  1, 0, or -1
+ * when the list cannot be had. */
+static inline int lz_list_has(const char *name)
+{
+	return lz_list_entry(name, NULL);
 }
 
 struct lz_geom {
