@@ -69,8 +69,8 @@ check "the module is in /lib/modules/$kt/updates/dkms" [ -n "$ko" ]
 vm=$(chroot "$ROOT" modinfo -F vermagic "/$ko" 2>&1)
 check "its vermagic is the kernel's ($kt)" [ "${vm%% *}" = "$kt" ] || echo "# vermagic: $vm"
 parm=$(chroot "$ROOT" modinfo -F parm "/$ko" 2>&1 | cut -d: -f1 | sort | tr '\n' ' ')
-check "its parameters: max_channel_bytes max_channels max_user_bytes" \
-	[ "$parm" = "max_channel_bytes max_channels max_user_bytes " ] || echo "# parm: $parm"
+want="max_channel_bytes max_channels max_ns_bytes max_ns_channels max_user_bytes max_user_channels "
+check "its parameters: $want" [ "$parm" = "$want" ] || echo "# parm: $parm"
 in_root modprobe -n -v -S "$kt" lzchan
 check "depmod indexed it: 'modprobe lzchan' would load it" grep -q "insmod /$ko" "$log" || show
 

@@ -89,7 +89,7 @@ check "modules-load.d names the module; sysusers.d makes the group" \
 	       grep -qx 'g lzchan -' '$d/usr/lib/sysusers.d/lzchan.conf'"
 # Each parameter in the modprobe.d example, with the module's own default.
 ok=1
-for p in max_channels max_channel_bytes max_user_bytes; do
+for p in max_channels max_channel_bytes max_ns_channels max_ns_bytes max_user_channels max_user_bytes; do
 	def=$(sed -n "s/^[a-z ]*lzchan_$p = \(.*\);$/\1/p" "$top/kmod/lzchan_main.c")
 	case $def in *'<<'*) def=$(( $(echo "$def" | tr -d 'UL') )) ;; esac
 	grep -qx "#options lzchan $p=$def" "$d/usr/share/doc/lzchan/modprobe-lzchan.conf" ||
