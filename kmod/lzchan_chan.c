@@ -250,20 +250,47 @@ int lzchan_chan_usage(struct lzchan_usage *us)
 	return 0;
 }
 
+/*
+ * Append one whole line to a sysfs page, keeping room for the "...\n" that
+ * says the list was cut short (any user can make many tenants); false,
+ * and nothing appended, once the page is full.
+ */
+bool lzchan_emit_line(char *buf, ssize_t *len, const char *fmt, ...)
+{
+	char line[96];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vscnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (*len + n > PAGE_SIZE - sizeof("...\n"))
+		return false;
+	memcpy(buf + *len, line, n);
+	*len += n;
+	return true;
+}
+
 /* /sys/class/misc/lzchan/tenants: one line per namespace, then per user. */
 ssize_t lzchan_chan_tenants_show(char *buf)
 {
 	struct lzchan_user *u;
-	ssize_t len;
+	ssize_t len = 0;
+	bool room;
 
 	mutex_lock(&lzchan_lock);
-	len = lzchan_ns_tenants_show(buf);
-	list_for_each_entry(u, &lzchan_users, node)
-		len += sysfs_emit_at(buf, len, "user %u %u %u %llu\n",
-				     u->user_ns->ns.inum,
-				     from_kuid_munged(u->user_ns, u->uid),
-				     u->channels, u->bytes);
+	room = lzchan_ns_tenants_show(buf, &len);
+	list_for_each_entry(u, &lzchan_users, node) {
+		if (!room)
+			break;
+		room = lzchan_emit_line(buf, &len, "user %u %u %u %llu\n",
+					u->user_ns->ns.inum,
+					from_kuid_munged(u->user_ns, u->uid),
+					u->channels, u->bytes);
+	}
 	lzchan_unlock();
+	if (!room)
+		len += sysfs_emit_at(buf, len, "...\n");
 	return len;
 }
 

@@ -121,7 +121,7 @@ extern struct mutex lzchan_lock;
 void lzchan_unlock(void);	/* lzchan_chan.c: unlock, free the dead */
 struct lzchan_ns *lzchan_ns_current_get(void);	/* under lzchan_lock */
 struct lzchan_ns *lzchan_ns_find(const void *key);	/* under lzchan_lock */
-ssize_t lzchan_ns_tenants_show(char *buf);	/* under lzchan_lock */
+bool lzchan_ns_tenants_show(char *buf, ssize_t *len);	/* under lzchan_lock */
 void lzchan_ns_put(struct lzchan_ns *ns);	/* under lzchan_lock */
 bool lzchan_ns_is_current(const struct lzchan_ns *ns);
 const void *lzchan_ns_current_key(void);
@@ -146,6 +146,7 @@ unsigned int lzchan_chan_count(void);
 int lzchan_name_check(const char *name);
 int lzchan_chan_usage(struct lzchan_usage *us);
 ssize_t lzchan_chan_tenants_show(char *buf);
+__printf(3, 4) bool lzchan_emit_line(char *buf, ssize_t *len, const char *fmt, ...);
 
 /* lzchan_mmap.c */
 int lzchan_mmap(struct file *file, struct vm_area_struct *vma);

@@ -29,7 +29,6 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
-#include <linux/sysfs.h>
 #include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
@@ -126,17 +125,18 @@ static bool lzchan_ns_dead(const struct lzchan_ns *ns)
 	return !READ_ONCE(ns->mq_mnt->mnt_sb->s_fs_info);
 }
 
-/* "ns <ipc inum> <owning user ns inum> <channels> <bytes>" lines. */
-ssize_t lzchan_ns_tenants_show(char *buf)
+/* "ns <ipc inum> <owning user ns inum> <channels> <bytes>" lines at
+ * buf + *len; false if the page filled up (see lzchan_emit_line()). */
+bool lzchan_ns_tenants_show(char *buf, ssize_t *len)
 {
 	struct lzchan_ns *ns;
-	ssize_t len = 0;
 
 	lockdep_assert_held(&lzchan_lock);
 	list_for_each_entry(ns, &lzchan_namespaces, node)
-		len += sysfs_emit_at(buf, len, "ns %u %u %u %llu\n", ns->ipc_inum,
-				     ns->user_ns->ns.inum, ns->channels, ns->bytes);
-	return len;
+		if (!lzchan_emit_line(buf, len, "ns %u %u %u %llu\n", ns->ipc_inum,
+				      ns->user_ns->ns.inum, ns->channels, ns->bytes))
+			return false;
+	return true;
 }
 
 void lzchan_ns_reap(void)

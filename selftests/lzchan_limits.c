@@ -388,6 +388,51 @@ TEST(ipc_namespace_limit)
 	tenant_limits_restore(&l);
 }
 
+/*
+ * /sys/class/misc/lzchan/tenants lists every tenant; when they do not fit
+ * in a page (any user can make many), it ends in whole lines and "...".
+ */
+TEST(tenants_file)
+{
+	struct tenant n = { .owner = 3000, .ids = 0, .procs = 200 };
+	struct tenant_limits l;
+	char buf[8192], line[64];
+	ssize_t len;
+	int fd, ours = 0;
+	char *p, *nl;
+
+	LZ_NEED_DEV();
+	/* 200 host uids, one channel each: some 6 KiB of "user" lines. */
+	ASSERT_EQ(0, tenant_limits_set(&l, 400, 300, 1));
+	EXPECT_EQ(200, tenant_start(&n));
+	fd = open(LZ_SYSFS "tenants", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	EXPECT_LT(0, len);
+	buf[len < 0 ? 0 : len] = 0;
+	EXPECT_GT(4096, len);
+	for (p = buf; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		EXPECT_NE(NULL, nl) TH_LOG("a line cut short: '%s'", p);
+		if (!nl)
+			break;		/* the tenant is still to be stopped */
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - p), p);
+		if (!strcmp(line, "...")) {
+			EXPECT_EQ(0, nl[1]) TH_LOG("'...' is not last");
+			continue;
+		}
+		EXPECT_TRUE(!strncmp(line, "ns ", 3) || !strncmp(line, "user ", 5))
+			TH_LOG("unexpected line '%s'", line);
+		if (!strncmp(line, "user ", 5) && strstr(line, " 1 "))
+			ours++;
+	}
+	EXPECT_LT(50, ours);
+	EXPECT_NE(NULL, strstr(buf, "\n...\n"));
+	EXPECT_EQ(0, tenant_stop(&n));
+	tenant_limits_restore(&l);
+}
+
 /* LZCHAN_IOC_USAGE: the caller's view of the limits and its use. */
 TEST(usage)
 {
