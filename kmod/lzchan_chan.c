@@ -715,19 +715,33 @@ static void lzchan_shm_set_status(__u64 *word, u32 gen, u32 state)
 
 /*
  * A closed lane may get a new sender once nothing of the old one can reach
- * the receiver: the receiver acknowledged the close, or no message is
- * ready at the receiver's head.  The lane is then scrubbed so that nothing
+ * the receiver: the receiver acknowledged the close, or -- with no
+ * receiver attached -- no message is ready at the published head, where
+ * the next receiver will start.  The lane is then scrubbed so that nothing
  * the old sender left ahead of the head can pass as the new sender's.
+ *
+ * Not the second rule while a receiver is attached: its own position may
+ * be ahead of the head it published (it publishes lazily), and a hostile
+ * sender can make the slot at the published head look empty before it
+ * closes.  The new sender would start at the published head and the
+ * receiver would go on from its own: the new sender's first messages
+ * skipped, a later one read as the old sender's.  An attached receiver
+ * acknowledges every ended or broken lane once its sender has gone.
  */
 static bool lzchan_lane_reusable(struct lzchan_chan *chan, u32 i)
 {
 	struct lzchan_shm_rx_lane *rxl = lzchan_shm_rx_lane(chan, i);
 	u32 head;
 
+	lockdep_assert_held(&chan->lock);
 	/* Receiver-written words; pairs with the receiver's release store of
 	 * close_ack after it drained the lane. */
 	if (smp_load_acquire(&rxl->close_ack) == chan->lanes[i].gen)
 		return true;
+	/* rx_attached changes under chan->lock, which we hold: a receiver
+	 * that attaches later starts at the published head (below). */
+	if (chan->rx_attached)
+		return false;
 	/* The old sender is gone (its file was released), so the slot no
 	 * longer changes; head (receiver-written, lazily published) only
 	 * grows, and a stale one errs towards "not reusable".  head is masked

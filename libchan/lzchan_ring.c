@@ -665,9 +665,9 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
  * "Gone": the status says CLOSED for the generation we know (its last
  * reference went: nothing writes the lane any more), with no view of its
  * earlier messages outstanding (a new sender's scrub would change what
- * the caller still reads); or a newer generation holds the lane -- the
- * module also reuses a lane when no message is ready at our published
- * head, which a hostile sender can arrange before it closes.
+ * the caller still reads); or a newer generation holds the lane -- with
+ * no receiver attached, the module also reuses a lane when no message is
+ * ready at the published head (we may have attached during its scrub).
  */
 static bool __lz_rx_broken_over(const struct __lzchan_rxlane *rl)
 {
@@ -715,10 +715,11 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 
 	m->lane = i;
 	if (LZCHAN_STATUS_GEN(st) != rl->gen) {
-		/* A new sender took the lane without our acknowledgement; it
-		 * started at our published head, and so do we (views of the
-		 * old sender's messages lapse with its generation).  The old
-		 * sender's end comes first. */
+		/* A new sender took the lane without our acknowledgement (it
+		 * was reused while no receiver was attached); it started at
+		 * the published head, and so do we (views of the old sender's
+		 * messages lapse with its generation).  The old sender's end
+		 * comes first. */
 		rl->gen = LZCHAN_STATUS_GEN(st);
 		rl->head = rl->peek = rl->published;
 		rl->state = __LZ_RL_IDLE;

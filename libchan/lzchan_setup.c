@@ -514,7 +514,9 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 }
 
 /* A closed lane may take a new sender once nothing of the old one can
- * reach the receiver (the module's rule, in lzchan_chan.c). */
+ * reach the receiver: acknowledged, or -- with no receiver there -- nothing
+ * ready at the published head (the module's rule and its reasons, in
+ * lzchan_lane_reusable()). */
 static bool __lzchan_shm_lane_reusable(struct lzchan *ch, uint32_t i, uint32_t gen)
 {
 	struct lzchan_shm_rx_lane *rxl =
@@ -526,6 +528,11 @@ static bool __lzchan_shm_lane_reusable(struct lzchan *ch, uint32_t i, uint32_t g
 	/* Pairs with the receiver's release store of close_ack. */
 	if (__lz_load_acq(&rxl->close_ack) == gen)
 		return true;
+	/* A live receiver (its lock held; an error counts as one) may be
+	 * ahead of the head it published: only its acknowledgement counts.
+	 * One that attaches after this look starts at the published head. */
+	if (__lzchan_shm_rx_alive(ch) != 0)
+		return false;
 	/* Relaxed: the old sender is dead (we hold its lock), nothing of it
 	 * changes any more; head only ever grows, and a stale one errs on
 	 * the side of "not reusable". */

@@ -257,12 +257,15 @@ struct burner {
 	void *map[2];
 	size_t len[2];
 	uint32_t lane;
+	uint32_t S, N;		/* slot size and count */
+	char *slots;		/* the lane's slots, writable */
+	volatile uint32_t *rxl;	/* the receiver's published head for it */
 };
 
-static int burner_open(struct burner *b, const char *name, uint32_t backend)
+/* Attach to a lane of @name and map what its sender may write. */
+static int burner_attach(struct burner *b, const char *name, uint32_t backend)
 {
-	uint32_t S, N, senders, max_msg, head;
-	struct lzchan_slot_hdr *h;
+	uint32_t S, N, senders;
 	char *slots;
 	volatile uint32_t *rxl;
 
@@ -332,10 +335,32 @@ static int burner_open(struct burner *b, const char *name, uint32_t backend)
 		rxl = (volatile uint32_t *)((char *)b->map[0] + page + info + LZCHAN_CTRL_STRIDE +
 					    b->lane * LZCHAN_CTRL_STRIDE);
 	}
+	b->S = S;
+	b->N = N;
+	b->slots = slots;
+	b->rxl = rxl;
+	return 0;
+}
+
+/* The slot header of position @pos in the burner's lane. */
+static struct lzchan_slot_hdr *burner_slot(const struct burner *b, uint32_t pos)
+{
+	return (struct lzchan_slot_hdr *)(b->slots + (size_t)(pos & (b->N - 1)) * b->S);
+}
+
+/* Attach, and leave garbage (a length no message can have) at the head. */
+static int burner_open(struct burner *b, const char *name, uint32_t backend)
+{
+	struct lzchan_slot_hdr *h;
+	uint32_t max_msg, head;
+	int r = burner_attach(b, name, backend);
+
+	if (r)
+		return r;
 	/* libchan's max_msg: one slot stays free for the "not ready" marker. */
-	max_msg = (N - 1) * S - sizeof(*h);
-	head = __atomic_load_n(rxl, __ATOMIC_ACQUIRE);
-	h = (struct lzchan_slot_hdr *)(slots + (size_t)(head & (N - 1)) * S);
+	max_msg = (b->N - 1) * b->S - sizeof(*h);
+	head = __atomic_load_n(b->rxl, __ATOMIC_ACQUIRE);
+	h = burner_slot(b, head);
 	__atomic_store_n(&h->len, max_msg + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->seq, head + 1, __ATOMIC_RELEASE);
 	return 0;
@@ -561,6 +586,99 @@ TEST(burnt_lanes_new_receiver)
 	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
 	EXPECT_EQ(0xf, await_ends(_metadata, rx, 0xf, 0));
 	honest_senders(_metadata, name, rx, BURN_LANES, 40);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/*
+ * A receiver publishes its position lazily, so it may stand ahead of the
+ * head it published.  A hostile sender sends a few messages, and once they
+ * are read makes the slot at the published head look empty, then leaves.
+ * Were its lane given to the next sender at once ("nothing ready at the
+ * published head"), that sender would start at the published head while
+ * the receiver goes on from its own position: the new sender's first
+ * messages skipped, a later one read as the old sender's.  The next
+ * sender's messages must all arrive, in order, after the old one's end.
+ */
+#define TRICK_SENT	5
+TEST(hostile_close_cannot_skip_the_next_sender)
+{
+	struct lzchan_opts o;
+	struct lzchan_geom g;
+	struct burner b;
+	const char *name = lz_name("skip");
+	struct lzchan *rx, *tx;
+	uint32_t lane, h0, k, ends = 0;
+	char buf[64];
+	int r, n;
+
+	lzchan_opts_init(&o);
+	o.slot_size = 64;
+	o.slot_count = 64;
+	o.max_senders = 1;
+	o.publish_every = 32;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	ASSERT_EQ(0, burner_attach(&b, name, g.backend));
+	h0 = __atomic_load_n(b.rxl, __ATOMIC_ACQUIRE);
+	for (k = 0; k < TRICK_SENT; k++) {
+		struct lzchan_slot_hdr *h = burner_slot(&b, h0 + k);
+
+		memcpy(h + 1, "hostile", 8);
+		__atomic_store_n(&h->len, 8, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->seq, h0 + k + 1, __ATOMIC_RELEASE);
+	}
+	/* Read them, and no further: an empty look would publish.  (Waiting:
+	 * a lane that was free is found by a look at every lane.) */
+	for (k = 0; k < TRICK_SENT; k++) {
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		ASSERT_EQ(8, r) TH_LOG("hostile message %u", k);
+		ASSERT_EQ(0, memcmp(buf, "hostile", 8));
+	}
+	ASSERT_EQ(h0, __atomic_load_n(b.rxl, __ATOMIC_ACQUIRE))
+		TH_LOG("the receiver published early: the trick cannot be set up");
+	/* The trick: the slot at the published head says "not ready". */
+	__atomic_store_n(&burner_slot(&b, h0)->seq, h0, __ATOMIC_RELEASE);
+	burner_close(&b);
+
+	/* The next sender gets the lane once the receiver is done with it
+	 * (it reports the old sender's end when it looks). */
+	while ((r = lzchan_open(&tx, name, LZCHAN_SENDER, NULL)) == -EUSERS) {
+		ASSERT_EQ(0, ends) TH_LOG("the lane stayed taken after its end");
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		ASSERT_EQ(-EPIPE, r) TH_LOG("lane %u", lane);
+		ends++;
+	}
+	ASSERT_EQ(0, r) TH_LOG("%s", strerror(-r));
+	for (n = 0; n < 10; n++)
+		ASSERT_EQ(0, lzchan_send(tx, &n, sizeof(n)));
+	for (n = 0; n < 10; ) {
+		int got;
+
+		r = next_event(rx, &lane, buf, sizeof(buf));
+		if (r == -EPIPE) {
+			ASSERT_EQ(0, n) TH_LOG("an end among the new sender's messages");
+			ASSERT_EQ(0, ends) TH_LOG("the old sender's end twice");
+			ends++;
+			continue;
+		}
+		ASSERT_EQ((int)sizeof(n), r) TH_LOG("after %d messages", n);
+		memcpy(&got, buf, sizeof(got));
+		ASSERT_EQ(n, got) TH_LOG("the new sender's messages before %d were skipped", got);
+		EXPECT_EQ(0, lane);
+		n++;
+	}
+	EXPECT_EQ(1, ends);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	if (g.backend == LZCHAN_BACKEND_DEV) {
+		int32_t pid;
+		uint32_t uid, gid;
+
+		/* The lane is attributed to the new sender. */
+		ASSERT_EQ(0, lzchan_peer(rx, 0, &pid, &uid, &gid));
+		EXPECT_EQ(getpid(), pid);
+	}
+	lzchan_close(tx);
 	lzchan_close(rx);
 	lzchan_unlink(name);
 }

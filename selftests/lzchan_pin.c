@@ -529,7 +529,8 @@ static void takeover(struct __test_metadata *_metadata, FIXTURE_DATA(chan) *self
 	struct takeover t = { .name = self->name, .l = &self->l, .disk = disk };
 	struct lzchan_peer peer = { .size = sizeof(peer), .lane = 0 };
 	struct a_report r;
-	char secret[48], piped[2 * 4096], c = 'x';
+	struct lzchan_shm_rx_lane *rxl;
+	char secret[48], piped[2 * 4096], c = 'x', *rxa;
 	int sp[2], rep[2], brep[2], bgo[2], st = 0, n = 2;
 	double b_sent;
 	pid_t a, b;
@@ -563,6 +564,16 @@ static void takeover(struct __test_metadata *_metadata, FIXTURE_DATA(chan) *self
 	TH_LOG("departing sender: vmsplice %ld, O_DIRECT read submitted %ld",
 	       r.vmsplice, r.submit);
 	ASSERT_EQ(LZCHAN_STATUS(1, LZCHAN_LANE_CLOSED), self->lanes[0].status);
+
+	/* The receiver is done with A's lane (A sent nothing) and says so,
+	 * as libchan does: an attached receiver's acknowledgement is what
+	 * lets the lane go to another sender. */
+	rxa = lz_map(self->rx, self->l.rx_off, self->l.rx_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, rxa);
+	rxl = (struct lzchan_shm_rx_lane *)(rxa + self->l.rx_lanes);
+	/* Pairs with the module's smp_load_acquire(&close_ack). */
+	__atomic_store_n(&rxl->close_ack, 1, __ATOMIC_RELEASE);
+	munmap(rxa, self->l.rx_size);
 
 	/* B takes the lane over and sends. */
 	b = fork();
