@@ -106,18 +106,55 @@ static struct lzchan_user *lzchan_user_find(struct user_namespace *user_ns,
 	return NULL;
 }
 
-/* The users one charge goes to: @uid in @user_ns, then each owner above. */
+/* The users one charge goes to (see lzchan_charge_levels()). */
 #define LZCHAN_USER_LEVELS	(33)	/* user namespaces nest 32 deep */
 
 struct lzchan_charge {
+	struct user_namespace *uns[LZCHAN_USER_LEVELS];
+	kuid_t uid[LZCHAN_USER_LEVELS];
 	struct lzchan_user *users[LZCHAN_USER_LEVELS];
-	unsigned int n;
+	unsigned int n;			/* levels */
+	unsigned int found;		/* users[] found or made so far */
 };
+
+/*
+ * A channel in IPC namespace @ns, made by @uid whose credentials live in
+ * user namespace @cred_ns, is charged to: @uid as a user of the user
+ * namespace that owns @ns; then the owner of @cred_ns in its parent, and so
+ * on up to the host, as the kernel's own per-user counts (ucounts) are.
+ * The chain follows the creator's user namespaces, not the IPC
+ * namespace's: a tenant admitted to another's IPC namespace (a shared pod,
+ * --ipc=container:) spends its own owner's allowance there, never the
+ * host's owner's.  Each (user namespace, uid) is charged once.
+ */
+static void lzchan_charge_levels(struct lzchan_charge *c, struct lzchan_ns *ns,
+				 struct user_namespace *cred_ns, kuid_t uid)
+{
+	unsigned int k;
+
+	c->n = 0;
+	c->found = 0;
+	c->uns[c->n] = ns->user_ns;
+	c->uid[c->n++] = uid;
+	while (cred_ns != &init_user_ns) {
+		uid = cred_ns->owner;
+		cred_ns = cred_ns->parent;
+		for (k = 0; k < c->n; k++)
+			if (c->uns[k] == cred_ns && uid_eq(c->uid[k], uid))
+				break;
+		if (k < c->n)
+			continue;
+		if (WARN_ON_ONCE(c->n == LZCHAN_USER_LEVELS))
+			break;
+		c->uns[c->n] = cred_ns;
+		c->uid[c->n++] = uid;
+	}
+}
 
 static void lzchan_charge_drop_new(struct lzchan_charge *c)
 {
-	while (c->n) {
-		struct lzchan_user *u = c->users[--c->n];
+	while (c->found) {
+		struct lzchan_user *u = c->users[--c->found];
 
 		if (!u->channels) {	/* made for this charge */
 			list_del(&u->node);
@@ -127,16 +164,17 @@ static void lzchan_charge_drop_new(struct lzchan_charge *c)
 }
 
 /*
- * Charge a channel of @bytes, created by @uid, to namespace @ns and its
- * users; nothing is charged on failure.  CAP_SYS_RESOURCE in the initial
- * user namespace (the host's administrator) is exempt from the tenant
- * limits, never from max_channels.
+ * Charge a channel of @bytes, created by @uid with credentials in @cred_ns,
+ * to namespace @ns and its users; nothing is charged on failure.
+ * CAP_SYS_RESOURCE in the initial user namespace (the host's
+ * administrator) is exempt from the tenant limits, never from
+ * max_channels.
  */
-static int lzchan_tenant_charge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
+static int lzchan_tenant_charge(struct lzchan_ns *ns, struct user_namespace *cred_ns,
+				kuid_t uid, u64 bytes)
 {
-	struct user_namespace *uns = ns->user_ns;
 	bool exempt = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
-	struct lzchan_charge c = { .n = 0 };
+	struct lzchan_charge c;
 	struct lzchan_user *u;
 	unsigned int i;
 
@@ -145,22 +183,23 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
 		return -ENOSPC;
 	if (!exempt && ns->bytes + bytes > READ_ONCE(lzchan_max_ns_bytes))
 		return -EDQUOT;
-	for (;;) {
+	lzchan_charge_levels(&c, ns, cred_ns, uid);
+	for (i = 0; i < c.n; i++) {
 		int ret = 0;
 
-		u = lzchan_user_find(uns, uid);
+		u = lzchan_user_find(c.uns[i], c.uid[i]);
 		if (!u) {
 			u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
 			if (!u) {
 				ret = -ENOMEM;
 			} else {
-				u->user_ns = uns;
-				u->uid = uid;
+				u->user_ns = c.uns[i];
+				u->uid = c.uid[i];
 				list_add(&u->node, &lzchan_users);
 			}
 		}
 		if (u)
-			c.users[c.n++] = u;
+			c.users[c.found++] = u;
 		if (!ret && !exempt &&
 		    u->channels >= READ_ONCE(lzchan_max_user_channels))
 			ret = -ENOSPC;
@@ -171,12 +210,8 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
 			lzchan_charge_drop_new(&c);
 			return ret;
 		}
-		if (uns == &init_user_ns || WARN_ON_ONCE(c.n == LZCHAN_USER_LEVELS))
-			break;
-		uid = uns->owner;
-		uns = uns->parent;
 	}
-	for (i = 0; i < c.n; i++) {
+	for (i = 0; i < c.found; i++) {
 		c.users[i]->channels++;
 		c.users[i]->bytes += bytes;
 	}
@@ -185,30 +220,29 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
 	return 0;
 }
 
-static void lzchan_tenant_uncharge(struct lzchan_ns *ns, kuid_t uid, u64 bytes)
+static void lzchan_tenant_uncharge(struct lzchan_ns *ns, struct user_namespace *cred_ns,
+				   kuid_t uid, u64 bytes)
 {
-	struct user_namespace *uns = ns->user_ns;
+	struct lzchan_charge c;
 	struct lzchan_user *u;
+	unsigned int i;
 
 	lockdep_assert_held(&lzchan_lock);
 	if (!WARN_ON_ONCE(!ns->channels || ns->bytes < bytes)) {
 		ns->channels--;
 		ns->bytes -= bytes;
 	}
-	for (;;) {
-		u = lzchan_user_find(uns, uid);
-		if (!WARN_ON_ONCE(!u || !u->channels || u->bytes < bytes)) {
-			u->channels--;
-			u->bytes -= bytes;
-			if (!u->channels) {
-				list_del(&u->node);
-				kfree(u);
-			}
+	lzchan_charge_levels(&c, ns, cred_ns, uid);
+	for (i = 0; i < c.n; i++) {
+		u = lzchan_user_find(c.uns[i], c.uid[i]);
+		if (WARN_ON_ONCE(!u || !u->channels || u->bytes < bytes))
+			continue;
+		u->channels--;
+		u->bytes -= bytes;
+		if (!u->channels) {
+			list_del(&u->node);
+			kfree(u);
 		}
-		if (uns == &init_user_ns)
-			break;
-		uid = uns->owner;
-		uns = uns->parent;
 	}
 }
 
@@ -439,9 +473,12 @@ static LIST_HEAD(lzchan_graveyard);
 static void __lzchan_chan_free(struct lzchan_chan *chan)
 {
 	lockdep_assert_held(&lzchan_lock);
-	lzchan_tenant_uncharge(chan->ns, chan->cuid, (u64)chan->npages << PAGE_SHIFT);
+	lzchan_tenant_uncharge(chan->ns, chan->cred_ns, chan->cuid,
+			       (u64)chan->npages << PAGE_SHIFT);
 	lzchan_ns_put(chan->ns);
 	chan->ns = NULL;
+	put_user_ns(chan->cred_ns);	/* frees from a work item, not here */
+	chan->cred_ns = NULL;
 	lzchan_nr_channels--;
 	list_add_tail(&chan->dead, &lzchan_graveyard);
 }
@@ -567,7 +604,8 @@ int lzchan_chan_create(struct lzchan_create *c)
 	chan->ns = lzchan_ns_current_get();
 	if (!chan->ns)
 		goto out_unlock_free;
-	ret = lzchan_tenant_charge(chan->ns, chan->cuid, bytes);
+	chan->cred_ns = get_user_ns(current_user_ns());
+	ret = lzchan_tenant_charge(chan->ns, chan->cred_ns, chan->cuid, bytes);
 	if (ret)
 		goto out_put_ns;
 	lzchan_nr_channels++;
@@ -594,8 +632,9 @@ int lzchan_chan_create(struct lzchan_create *c)
 
 out_unreserve:
 	lzchan_nr_channels--;
-	lzchan_tenant_uncharge(chan->ns, chan->cuid, bytes);
+	lzchan_tenant_uncharge(chan->ns, chan->cred_ns, chan->cuid, bytes);
 out_put_ns:
+	put_user_ns(chan->cred_ns);
 	lzchan_ns_put(chan->ns);
 out_unlock_free:
 	lzchan_unlock();

@@ -66,6 +66,7 @@ struct lzchan_chan {
 	struct kref ref;
 	struct mutex lock;
 	struct lzchan_ns *ns;
+	struct user_namespace *cred_ns;	/* the creator's: whom it is charged to */
 	struct hlist_node hnode;	/* in the name table while linked */
 	struct list_head dead;		/* in lzchan_graveyard once unreferenced */
 	bool linked;

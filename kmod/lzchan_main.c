@@ -29,8 +29,9 @@
 /*
  * Limits.  max_channels is the machine's last resort; the tenant limits
  * (per IPC namespace; per user, counted in the user namespace that owns
- * the IPC namespace and again as each owner above it) keep one container
- * or user from exhausting it for the others.  See lzchan_tenant_charge().
+ * the IPC namespace and again as each owner above the creator's user
+ * namespace) keep one container or user from exhausting it for the
+ * others.  See lzchan_charge_levels().
  */
 unsigned int lzchan_max_channels = 4096;
 module_param_named(max_channels, lzchan_max_channels, uint, 0644);
@@ -352,7 +353,7 @@ static DEVICE_ATTR_RO(node_pages);
 
 /* Use per tenant: "ns <ipc ns inum> <owning user ns inum> <channels>
  * <bytes>" per IPC namespace, then "user <user ns inum> <uid there>
- * <channels> <bytes>" per user and level (see lzchan_tenant_charge()). */
+ * <channels> <bytes>" per user and level (see lzchan_charge_levels()). */
 static ssize_t tenants_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
