@@ -16,23 +16,6 @@
 #include "lzchan_test.h"
 
 /* Set a parameter for the length of one test. */
-struct param {
-	const char *path;
-	long old;
-};
-
-static int param_set(struct param *p, const char *path, long v)
-{
-	p->path = path;
-	p->old = lz_read_long(path);
-	return p->old < 0 ? -1 : lz_write_long(path, v);
-}
-
-static void param_restore(struct param *p)
-{
-	lz_write_long(p->path, p->old);
-}
-
 static __u64 bytes_of(const char *name)
 {
 	struct lzchan_info in;
@@ -49,19 +32,19 @@ static __u64 bytes_of(const char *name)
 TEST(max_channels)
 {
 	const char *a = lz_name("lim"), *b = lz_name("lim"), *c = lz_name("lim");
-	struct param p;
+	struct lz_param p;
 	long now;
 
 	LZ_NEED_DEV();
 	now = lz_read_long(LZ_SYSFS "channels");
 	ASSERT_LE(0, now);
-	ASSERT_EQ(0, param_set(&p, LZ_PARAMS "max_channels", now + 2));
+	ASSERT_EQ(0, lz_param_set(&p, LZ_PARAMS "max_channels", now + 2));
 	EXPECT_EQ(0, lz_create(a, LZ_GEOM_DEFAULT));
 	EXPECT_EQ(0, lz_create(b, LZ_GEOM_DEFAULT));
 	EXPECT_EQ(-ENOSPC, lz_create(c, LZ_GEOM_DEFAULT));
 	EXPECT_EQ(0, lz_unlink(a));
 	EXPECT_EQ(0, lz_create(c, LZ_GEOM_DEFAULT));
-	param_restore(&p);
+	lz_param_restore(&p);
 	EXPECT_EQ(0, lz_unlink(b));
 	EXPECT_EQ(0, lz_unlink(c));
 }
@@ -70,7 +53,7 @@ TEST(max_channel_bytes)
 {
 	const char *a = lz_name("lim"), *b = lz_name("lim");
 	struct lz_geom g = LZ_GEOM_DEFAULT;
-	struct param p;
+	struct lz_param p;
 	__u64 small;
 
 	LZ_NEED_DEV();
@@ -79,11 +62,11 @@ TEST(max_channel_bytes)
 	ASSERT_LT(0, small);
 	EXPECT_EQ(0, lz_unlink(a));
 
-	ASSERT_EQ(0, param_set(&p, LZ_PARAMS "max_channel_bytes", small));
+	ASSERT_EQ(0, lz_param_set(&p, LZ_PARAMS "max_channel_bytes", small));
 	EXPECT_EQ(0, lz_create(a, g));		/* exactly at the limit */
 	g.slot_count *= 2;
 	EXPECT_EQ(-EFBIG, lz_create(b, g));
-	param_restore(&p);
+	lz_param_restore(&p);
 	EXPECT_EQ(0, lz_create(b, g));
 	EXPECT_EQ(0, lz_unlink(a));
 	EXPECT_EQ(0, lz_unlink(b));
@@ -117,7 +100,7 @@ TEST(max_user_bytes)
 {
 	struct quota_names n = { lz_name("quota"), lz_name("quota"), lz_name("quota") };
 	const char *probe = lz_name("probe");
-	struct param p;
+	struct lz_param p;
 	int status;
 	__u64 one;
 	pid_t pid;
@@ -126,13 +109,13 @@ TEST(max_user_bytes)
 	ASSERT_EQ(0, lz_create(probe, LZ_GEOM_DEFAULT));
 	one = bytes_of(probe);
 	/* Root's own channel does not count against uid 4321. */
-	ASSERT_EQ(0, param_set(&p, LZ_PARAMS "max_user_bytes", 2 * one + one / 2));
+	ASSERT_EQ(0, lz_param_set(&p, LZ_PARAMS "max_user_bytes", 2 * one + one / 2));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		_exit(quota_as_user(&n));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	param_restore(&p);
+	lz_param_restore(&p);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(-ENOENT, lz_unlink(n.a));
@@ -284,20 +267,9 @@ static int host_user_creates(uid_t uid)
 	return WEXITSTATUS(st);
 }
 
-static int have_userns(void)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid == 0)
-		_exit(setresuid(1000, 1000, 1000) ||
-		      unshare(CLONE_NEWUSER | CLONE_NEWIPC) ? 1 : 0);
-	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-	       !WEXITSTATUS(st);
-}
 
 struct tenant_limits {
-	struct param total, ns_ch, user_ch;
+	struct lz_param total, ns_ch, user_ch;
 };
 
 static int tenant_limits_set(struct tenant_limits *l, long total, long ns, long user)
@@ -308,18 +280,18 @@ static int tenant_limits_set(struct tenant_limits *l, long total, long ns, long 
 		return -1;
 	/* The tenant limits are set where the module has them: on one
 	 * without, the tests below show what a tenant then does. */
-	param_set(&l->ns_ch, LZ_PARAMS "max_ns_channels", ns);
-	param_set(&l->user_ch, LZ_PARAMS "max_user_channels", user);
-	return param_set(&l->total, LZ_PARAMS "max_channels", now + total);
+	lz_param_set(&l->ns_ch, LZ_PARAMS "max_ns_channels", ns);
+	lz_param_set(&l->user_ch, LZ_PARAMS "max_user_channels", user);
+	return lz_param_set(&l->total, LZ_PARAMS "max_channels", now + total);
 }
 
 static void tenant_limits_restore(struct tenant_limits *l)
 {
 	if (l->user_ch.old >= 0)
-		param_restore(&l->user_ch);
+		lz_param_restore(&l->user_ch);
 	if (l->ns_ch.old >= 0)
-		param_restore(&l->ns_ch);
-	param_restore(&l->total);
+		lz_param_restore(&l->ns_ch);
+	lz_param_restore(&l->total);
 }
 
 /*
@@ -335,7 +307,7 @@ TEST(container_cannot_exhaust_others)
 	struct tenant_limits l;
 
 	LZ_NEED_DEV();
-	if (!have_userns())
+	if (!lz_have_userns(1000))
 		SKIP(return, "no unprivileged user namespaces");
 	ASSERT_EQ(0, tenant_limits_set(&l, 40, 24, 16));
 	EXPECT_EQ(16, tenant_start(&a));
@@ -359,7 +331,7 @@ TEST(subordinate_ids_count_as_their_owner)
 	struct tenant_limits l;
 
 	LZ_NEED_DEV();
-	if (!have_userns())
+	if (!lz_have_userns(1000))
 		SKIP(return, "no unprivileged user namespaces");
 	/* Three in-container uids of 10 each would make 30. */
 	ASSERT_EQ(0, tenant_limits_set(&l, 100, 100, 10));

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -247,6 +248,39 @@ static inline long lz_node_pages(int node)
 			pages = p;
 	fclose(f);
 	return pages;
+}
+
+/* A module parameter set for one test, and put back after it. */
+struct lz_param {
+	const char *path;
+	long old;
+};
+
+static inline int lz_param_set(struct lz_param *p, const char *path, long v)
+{
+	p->path = path;
+	p->old = lz_read_long(path);
+	return p->old < 0 ? -1 : lz_write_long(path, v);
+}
+
+static inline void lz_param_restore(struct lz_param *p)
+{
+	if (p->path && p->old >= 0)
+		lz_write_long(p->path, p->old);
+}
+
+/* May host user @uid make a user namespace (and an IPC namespace in it),
+ * as rootless container runtimes do? */
+static inline int lz_have_userns(uid_t uid)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(setresuid(uid, uid, uid) ||
+		      unshare(CLONE_NEWUSER | CLONE_NEWIPC) ? 1 : 0);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       !WEXITSTATUS(st);
 }
 
 /*
