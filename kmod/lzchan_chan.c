@@ -45,14 +45,16 @@ static unsigned int lzchan_nr_channels;
  * Per-user use, under lzchan_lock.  A user is a uid as seen in one user
  * namespace: a channel is charged to its creator in the user namespace
  * that owns the channel's IPC namespace, and, as the kernel's ucounts do,
- * to the owner of each user namespace above that one, up to the initial
- * one.  So the uids of a container's user namespace are each limited, and
- * all of them together are limited as the host user who made it.
+ * to the owner of each user namespace above the creator's own, up to the
+ * initial one (lzchan_charge_levels()).  So the uids of a container's user
+ * namespace are each limited, and all of them together are limited as the
+ * host user who made it.
  */
 struct lzchan_user {
 	struct list_head node;
 	struct user_namespace *user_ns;		/* alive: a charged channel's
-						 * ns holds it or a child */
+						 * lzchan_ns or cred_ns holds it
+						 * or a child of it */
 	kuid_t uid;
 	u32 channels;
 	u64 bytes;
@@ -106,15 +108,17 @@ static struct lzchan_user *lzchan_user_find(struct user_namespace *user_ns,
 	return NULL;
 }
 
-/* The users one charge goes to (see lzchan_charge_levels()). */
-#define LZCHAN_USER_LEVELS	(33)	/* user namespaces nest 32 deep */
+/*
+ * The users one charge goes to (see lzchan_charge_levels()): the first
+ * level, then one per owner above the creator's user namespace, which may
+ * be 33 deep (create_user_ns() refuses a parent whose level is above 32).
+ */
+#define LZCHAN_USER_LEVELS	(1 + 33)
 
 struct lzchan_charge {
 	struct user_namespace *uns[LZCHAN_USER_LEVELS];
 	kuid_t uid[LZCHAN_USER_LEVELS];
-	struct lzchan_user *users[LZCHAN_USER_LEVELS];
 	unsigned int n;			/* levels */
-	unsigned int found;		/* users[] found or made so far */
 };
 
 /*
@@ -133,7 +137,6 @@ static void lzchan_charge_levels(struct lzchan_charge *c, struct lzchan_ns *ns,
 	unsigned int k;
 
 	c->n = 0;
-	c->found = 0;
 	c->uns[c->n] = ns->user_ns;
 	c->uid[c->n++] = uid;
 	while (cred_ns != &init_user_ns) {
@@ -151,10 +154,11 @@ static void lzchan_charge_levels(struct lzchan_charge *c, struct lzchan_ns *ns,
 	}
 }
 
-static void lzchan_charge_drop_new(struct lzchan_charge *c)
+/* Undo the lookups of a charge that failed: drop the users it made. */
+static void lzchan_charge_drop_new(struct lzchan_user **users, unsigned int found)
 {
-	while (c->found) {
-		struct lzchan_user *u = c->users[--c->found];
+	while (found) {
+		struct lzchan_user *u = users[--found];
 
 		if (!u->channels) {	/* made for this charge */
 			list_del(&u->node);
@@ -174,9 +178,9 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, struct user_namespace *cre
 				kuid_t uid, u64 bytes)
 {
 	bool exempt = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
+	struct lzchan_user *users[LZCHAN_USER_LEVELS], *u;
 	struct lzchan_charge c;
-	struct lzchan_user *u;
-	unsigned int i;
+	unsigned int i, found = 0;
 
 	lockdep_assert_held(&lzchan_lock);
 	if (!exempt && ns->channels >= READ_ONCE(lzchan_max_ns_channels))
@@ -199,7 +203,7 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, struct user_namespace *cre
 			}
 		}
 		if (u)
-			c.users[c.found++] = u;
+			users[found++] = u;
 		if (!ret && !exempt &&
 		    u->channels >= READ_ONCE(lzchan_max_user_channels))
 			ret = -ENOSPC;
@@ -207,13 +211,13 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, struct user_namespace *cre
 		    u->bytes + bytes > READ_ONCE(lzchan_max_user_bytes))
 			ret = -EDQUOT;
 		if (ret) {
-			lzchan_charge_drop_new(&c);
+			lzchan_charge_drop_new(users, found);
 			return ret;
 		}
 	}
-	for (i = 0; i < c.found; i++) {
-		c.users[i]->channels++;
-		c.users[i]->bytes += bytes;
+	for (i = 0; i < found; i++) {
+		users[i]->channels++;
+		users[i]->bytes += bytes;
 	}
 	ns->channels++;
 	ns->bytes += bytes;
@@ -789,31 +793,49 @@ static bool lzchan_lane_reusable(struct lzchan_chan *chan, u32 i)
 	return READ_ONCE(lzchan_slot(chan, i, head)->seq) != head + 1;
 }
 
+/*
+ * Scrub lane @i for a new sender.  A receiver may attach meanwhile (the
+ * lane was reusable with none attached) and look at the slot at its head,
+ * so no seq may ever read "ready" on the way: first every slot's seq
+ * becomes its index s (never ready), then everything else in the lane is
+ * zeroed around the seq words.  (Zeroing whole pages first would make
+ * seq 0 for a moment: ready at position 0xffffffff.)
+ */
 static void lzchan_lane_scrub(struct lzchan_chan *chan, u32 i)
 {
-	u64 first = (chan->layout.lanes_off + i * chan->layout.lane_stride) >> PAGE_SHIFT;
+	u64 base = chan->layout.lanes_off + i * chan->layout.lane_stride;
+	u64 first = base >> PAGE_SHIFT, slots = chan->layout.lane_slots;
 	u64 p, npages = chan->layout.lane_size >> PAGE_SHIFT;
+	u64 size = chan->slot_size, end = slots + (u64)chan->slot_count * size;
 	u32 s;
-
-	/* Nothing of the old sender -- payload, statistics -- reaches the
-	 * new one, who may have other credentials. */
-	for (p = 0; p < npages; p++) {
-		clear_highpage(chan->pages[first + p]);
-		cond_resched();
-	}
 
 	/* seq = s is "not ready" for every position p = s + k * slot_count,
 	 * which expects p + 1: slot_count is a power of two, so p + 1 and s
-	 * differ modulo slot_count, hence modulo 2^32. */
+	 * differ modulo slot_count, hence modulo 2^32.  Published by the
+	 * release store of the lane status that follows in
+	 * lzchan_attach_sender() (lzchan_shm_set_status). */
 	for (s = 0; s < chan->slot_count; s++) {
-		struct lzchan_slot_hdr *h = lzchan_slot(chan, i, s);
-
-		/* Published by the release store of the lane status that
-		 * follows in lzchan_attach_sender() (lzchan_shm_set_status). */
-		WRITE_ONCE(h->len, 0);
-		WRITE_ONCE(h->seq, s);
+		WRITE_ONCE(lzchan_slot(chan, i, s)->seq, s);
 		if (!(s & 1023))
 			cond_resched();
+	}
+
+	/* Nothing of the old sender -- payload, lengths, statistics --
+	 * reaches the new one, who may have other credentials. */
+	for (p = 0; p < npages; p++) {
+		char *kaddr = page_address(chan->pages[first + p]);
+		u64 pos = p << PAGE_SHIFT, stop = pos + PAGE_SIZE;
+
+		while (pos < stop) {
+			/* The next seq word at or after pos (lane offsets). */
+			u64 seq = pos <= slots ? slots :
+				  slots + DIV_ROUND_UP(pos - slots, size) * size;
+			u64 to = seq < end ? min(seq, stop) : stop;
+
+			memset(kaddr + (pos & ~PAGE_MASK), 0, to - pos);
+			pos = to == seq ? to + sizeof(__u32) : to;
+		}
+		cond_resched();
 	}
 }
 
