@@ -42,6 +42,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/tsan/lzchan_threads env LZCHAN_THREAD_MSGS=50000 ./san/lzchan_threads.tsan
 	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
 	suite host/make_run sh ./lzchan_run.sh "$top"
+	suite host/first_run bash ./lzchan_firstrun.sh "$top"
 	suite host/lzchan_install sh ./lzchan_install.sh "$top"
 	suite host/lzchan_dkms bash ./lzchan_dkms.sh "$top" "$CACHE"
 	suite host/lzchan_docs sh ./lzchan_docs.sh "$top"

@@ -22,6 +22,9 @@
 #
 #   LZCHAN_KERNELS="bookworm trixie trixie-backports debug"   the kernels to
 #   prepare (as for scripts/check.sh); bookworm and trixie are always prepared.
+#
+#   deps.sh --userspace   only the packages the library and the tools need
+#   (make run): quick, no kernels.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +34,14 @@ export DEBIAN_FRONTEND=noninteractive
 
 say() { echo "deps: $*" >&2; }
 die() { echo "deps: error: $*" >&2; exit 1; }
+
+# What the library and the tools need to build (make run): the same
+# packages 'make check' installs, without kernels, qemu or documentation.
+USER_PKGS=(gcc make libc6-dev pkg-config libnuma-dev libpapi-dev)
+userspace=
+if [ "${1:-}" = --userspace ]; then
+	userspace=1
+fi
 
 PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       linux-headers-cloud-amd64 linux-source-6.1
@@ -48,6 +59,7 @@ installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
 }
 
+[ -z "$userspace" ] || PKGS=("${USER_PKGS[@]}")
 missing=()
 for p in "${PKGS[@]}"; do
 	installed "$p" || missing+=("$p")
@@ -60,6 +72,7 @@ if ((${#missing[@]})); then
 	apt-get -o Acquire::Retries=3 update -qq || say "warning: apt-get update reported errors"
 	apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+[ -z "$userspace" ] || exit 0
 
 # --- kselftest harness headers (not committed: extracted at build time) ---
 ksft=$CACHE/kselftest
@@ -267,5 +280,24 @@ if wants debug; then
 	CACHE=$CACHE "$top/scripts/debug-kernel.sh"
 	summary="$summary, debug $(sed -n 's/^KVER=//p' "$CACHE/vm/debug/kernel.env")"
 fi
+
+# --- a fresh Debian machine for the first-run test (selftests/lzchan_firstrun.sh):
+# bookworm with gcc, make and git and nothing else, as a tarball kept
+# outside the clone (unpacked anew for every run, so it stays fresh) ---
+RIG=${LZCHAN_RIG_CACHE:-/var/cache/lzchan-rig}
+fresh=$RIG/fresh-bookworm-gcc-make-git.tar
+if [ ! -s "$fresh" ]; then
+	[ "$(id -u)" = 0 ] || die "building the fresh-machine image needs root"
+	mkdir -p "$RIG" || die "cannot create $RIG (or set LZCHAN_RIG_CACHE)"
+	say "debootstrap a fresh bookworm (gcc, make, git) for the first-run test"
+	x=$(mktemp -d)
+	debootstrap --variant=minbase --include=gcc,make,git,libc6-dev \
+		bookworm "$x" "$MIRROR" > "$CACHE/fresh.log" 2>&1 ||
+		die "debootstrap failed; see $CACHE/fresh.log"
+	rm -rf "$x"/var/cache/apt/archives/*.deb "$x"/var/lib/apt/lists/*
+	tar -C "$x" -cf "$fresh.tmp" . && mv "$fresh.tmp" "$fresh" || die "cannot write $fresh"
+	rm -rf "$x"
+fi
+summary="$summary, fresh machine $(du -h "$fresh" | cut -f1)"
 
 say "ok: $summary"
