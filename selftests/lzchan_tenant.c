@@ -393,22 +393,39 @@ static void raw_forge(const struct raw *w, uint32_t pos, uint32_t s, uint32_t n)
 	__atomic_store_n(&h->seq, pos + 1, __ATOMIC_RELEASE);
 }
 
+/* Is B still at it? */
+static bool b_running(const struct run *r)
+{
+	return !r->b->stop && !r->b->a_done;
+}
+
+/* Attach to A's channel by hand: 1, or 0 when every lane is taken (after a
+ * pause: try again), or -errno. */
+static int raw_attach(struct run *r, struct raw *w)
+{
+	int ret = raw_open(r, w);
+
+	if (ret == -EUSERS) {
+		raw_close(w);
+		usleep(500);
+		return 0;
+	}
+	return ret ? BAD(r, ret, "B: attaching as a sender: %s", strerror(-ret)) : 1;
+}
+
 /* Attach, scribble over everything a sender may write, leave. */
 static int scribbler(struct run *r)
 {
 	struct raw w;
 	int k, ret;
 
-	while (!r->b->stop && !r->b->a_done) {
-		ret = raw_open(r, &w);
-		if (ret == -EUSERS) {
-			raw_close(&w);
-			usleep(500);
+	while (b_running(r)) {
+		ret = raw_attach(r, &w);
+		if (ret < 0)
+			return 40;
+		if (!ret)
 			continue;
-		}
-		if (ret)
-			return BAD(r, 40, "B: attaching as a sender: %s", strerror(-ret));
-		for (k = 0; k < 400 && !r->b->stop && !r->b->a_done; k++) {
+		for (k = 0; k < 400 && b_running(r); k++) {
 			uint32_t head = raw_head(&w);
 			struct lzchan_slot_hdr *h = raw_slot(&w, head);
 
@@ -451,15 +468,12 @@ static int trickster(struct run *r)
 	uint32_t h0, k;
 	int ret, spins;
 
-	while (!r->b->stop && !r->b->a_done) {
-		ret = raw_open(r, &w);
-		if (ret == -EUSERS) {
-			raw_close(&w);
-			usleep(500);
+	while (b_running(r)) {
+		ret = raw_attach(r, &w);
+		if (ret < 0)
+			return 41;
+		if (!ret)
 			continue;
-		}
-		if (ret)
-			return BAD(r, 41, "B: attaching as a sender: %s", strerror(-ret));
 		h0 = raw_head(&w);
 		for (k = 0; k < 3; k++)
 			raw_forge(&w, h0 + k, 0, k);
@@ -502,7 +516,7 @@ static int racer(struct run *r)
 
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC))
 		return BAD(r, 43, "B: pipe");
-	while (!r->b->stop && !r->b->a_done) {
+	while (b_running(r)) {
 		i++;
 		/* A sender that forks: the child keeps the lane mapped and
 		 * sends, the parent closes at once, the child exits. */
@@ -608,7 +622,7 @@ static int flooder(struct run *r)
 	int n;
 
 	snprintf(tag, sizeof(tag), "f%d", getpid());
-	while (!r->b->stop && !r->b->a_done) {
+	while (b_running(r)) {
 		n = flood(r, tag, 4 * NS_LIMIT);
 		if (n < 0 || unflood(r, tag, n))
 			return 47;
