@@ -983,6 +983,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		chan->evctx = NULL;
 		spin_unlock(&chan->evlock);
 	} else {
+		struct lzchan_shm_hdr *hdr = lzchan_shm_hdr(chan);
 		struct lzchan_lane *l = &chan->lanes[f->lane];
 
 		l->state = LZCHAN_LANE_CLOSED;
@@ -991,6 +992,11 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		WRITE_ONCE(chan->senders, chan->senders - 1);	/* read unlocked in lzchan_chan_stat() */
 		lzchan_shm_set_status(&lzchan_shm_lane(chan, f->lane)->status,
 				      l->gen, l->state);
+		/* Only we write it (the info page is read-only to users), under
+		 * chan->lock.  Pairs with libchan's acquire load of departures
+		 * (__lz_rx_bell()): a receiver that sees the count move sees
+		 * the CLOSED status stored above. */
+		smp_store_release(&hdr->departures, READ_ONCE(hdr->departures) + 1);
 		/* A parked receiver must learn of the departure. */
 		lzchan_chan_signal(chan);
 	}

@@ -75,6 +75,9 @@ struct lzchan {
 	uint32_t scans;			/* empty receive-anys since a scan */
 	bool broken_over;		/* a broken lane's sender has gone: its
 					 * end is owed (__lz_rx_broken_any()) */
+	uint64_t departures_seen;	/* hdr->departures at our last look */
+	bool departed;			/* ends may be owed: __lz_rx_departed() */
+	uint32_t looks;			/* full looks since a departure sweep */
 };
 
 /*

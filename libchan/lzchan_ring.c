@@ -31,6 +31,7 @@
 #define SLEEPY_MIN_ACTIVE	4	/* never put the last few lanes to sleep */
 #define SLEEPY_AFTER		4096	/* empty polls before a lane sleeps */
 #define STATUS_SCAN_EVERY	4096	/* empty receive-anys between scans */
+#define DEPARTED_EVERY		1024	/* full looks between departure sweeps */
 
 static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
 {
@@ -512,6 +513,10 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	 * (see __lz_tx_notify()), and we are not parked yet. */
 	ch->parked = (__lz_load(&ch->f.rx->parked) + 1) & ~1U;
 	__lz_store(&ch->f.rx->parked, ch->parked);
+	/* Before the lane statuses: a departure after this load moves the
+	 * count again.  Pairs with the release of departures by the module
+	 * or a shm sender (see __lz_rx_bell()). */
+	ch->departures_seen = __lz_load_acq(&ch->f.hdr->departures);
 	for (i = 0; i < ch->f.max_senders; i++) {
 		struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 		/* Pairs with the release store of the lane status (module or
@@ -602,9 +607,10 @@ static bool __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 	if (__lzchan_shm_lane_alive(ch, i) == 0) {
 		/* Its lock is free: mark the lane closed, as the module would.
 		 * Pairs with the CAS in __lzchan_shm_claim(). */
-		__atomic_compare_exchange_n(&((struct lzchan_shm_lane *)rl->info)->status,
-			&st, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
-			false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		if (__atomic_compare_exchange_n(&((struct lzchan_shm_lane *)rl->info)->status,
+				&st, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
+				false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			ch->departed = true;
 	}
 	return true;		/* a system call was made */
 }
@@ -860,10 +866,19 @@ static void __lz_rx_sleep(struct lzchan *ch)
 			__lz_active_add(ch, slept[k]);
 }
 
-/* Lanes whose bit in the bell changed, and lanes whose status changed. */
+/* Lanes whose bit in the bell changed, and senders that left. */
 static void __lz_rx_bell(struct lzchan *ch)
 {
+	/* Pairs with the release of departures (module: lzchan_chan_release_
+	 * file(); shm: lzchan_close(), __lzchan_shm_claim()), which follows
+	 * the CLOSED status: __lz_rx_departed() sees the statuses. */
+	uint64_t d = __lz_load_acq(&ch->f.hdr->departures);
 	uint32_t w;
+
+	if (__lzchan_unlikely(d != ch->departures_seen)) {
+		ch->departures_seen = d;
+		ch->departed = true;
+	}
 
 	for (w = 0; w < ch->bell_words; w++) {
 		/* Pairs with the sender's fetch_xor in __lz_tx_ring_wake():
@@ -930,6 +945,48 @@ static void __lz_rx_scan(struct lzchan *ch)
 			__lz_active_add(ch, i);
 		}
 	}
+}
+
+/*
+ * Senders left (the departure count moved, or a liveness look found a dead
+ * one): report their lanes' ends now, even while busy lanes keep every
+ * look from running dry -- else the end of a quiet lane (one we may have
+ * stopped polling) would wait for an idle moment, and its lane, which
+ * only our acknowledgement frees, would refuse new senders until then.
+ * Until no end is owed, each full look serves closed lanes first: their
+ * last messages, then their ends.
+ */
+static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
+{
+	bool owed = false;
+	uint32_t i;
+	int r;
+
+	for (i = 0; i < ch->f.max_senders; i++) {
+		struct __lzchan_rxlane *rl = &ch->f.lanes[i];
+		uint64_t st;
+
+		if (rl->state == __LZ_RL_BROKEN) {
+			if (__lz_rx_broken_over(rl) && __lz_rx_broken(ch, i, m) == -EPIPE)
+				return -EPIPE;
+			continue;
+		}
+		if (rl->state == __LZ_RL_DONE)
+			continue;
+		/* Pairs with the release store of the lane status (module, a
+		 * shm sender's close or claim, our liveness CAS). */
+		st = __lz_load_acq(&rl->info->status);
+		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED &&
+		    (!rl->gen || LZCHAN_STATUS_GEN(st) == rl->gen))
+			continue;
+		owed = true;
+		__lz_active_add(ch, i);
+		r = __lz_rx_lane(ch, i, m);
+		if (r != -EAGAIN)
+			return r;
+	}
+	ch->departed = owed;
+	return -EAGAIN;
 }
 
 bool __lzchan_rx_pending(struct lzchan *ch)
@@ -1102,6 +1159,20 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	ch->quiet_left = 0;
 	ch->f.fast_left = FAST_BELL_EVERY;
 	__lz_rx_bell(ch);
+	/* Now and then whether or not the count moved: a module without
+	 * LZCHAN_FEAT_DEPARTURES leaves it at 0. */
+	if (__lzchan_unlikely(++ch->looks >= DEPARTED_EVERY)) {
+		ch->looks = 0;
+		ch->departed = true;
+	}
+	if (__lzchan_unlikely(ch->departed)) {
+		r = __lz_rx_departed(ch, m);
+		if (r != -EAGAIN) {
+			/* More may be owed: the next call looks again. */
+			ch->f.fast_left = 0;
+			return r;
+		}
+	}
 	n = ch->f.nactive;
 	at = ch->f.rr;
 	for (k = 0; k < n && ch->f.nactive; k++, at++) {

@@ -567,10 +567,14 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 		/* We hold the lane's lock: an ATTACHED status is a dead
 		 * owner's.  Pairs with the receiver's CAS of the same word. */
 		st = __lz_load_acq(status);
-		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_ATTACHED)
-			__atomic_compare_exchange_n(status, &st,
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_ATTACHED &&
+		    __atomic_compare_exchange_n(status, &st,
 				LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
-				false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+				false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			/* Tell the receiver, which only then acknowledges the
+			 * lane (until it does we go on to the next).  Pairs
+			 * with its acquire load in __lz_rx_bell(). */
+			__atomic_fetch_add(&ch->f.hdr->departures, 1, __ATOMIC_RELEASE);
 		st = __lz_load_acq(status);
 		gen = LZCHAN_STATUS_GEN(st);
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED) {
@@ -743,6 +747,9 @@ void lzchan_close(struct lzchan *ch)
 			 * status: our last messages are visible before CLOSED. */
 			__lz_store_rel(status, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st),
 							     LZCHAN_LANE_CLOSED));
+			/* Pairs with the receiver's acquire load of departures
+			 * in __lz_rx_bell(): it follows the status above. */
+			__atomic_fetch_add(&ch->f.hdr->departures, 1, __ATOMIC_RELEASE);
 		}
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);

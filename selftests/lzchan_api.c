@@ -464,6 +464,124 @@ TEST(broken_lane_stays_broken)
 	pair_close(&p);
 }
 
+/*
+ * A receiver that never runs dry still frees the lanes of senders that
+ * left while quiet (lanes it had stopped polling), closed or killed, so
+ * that new senders get them: it learns of departures from the channel's
+ * departure count, not only from its idle scans.
+ */
+#define DEP_LANES	16
+
+struct departures {
+	struct pair p;
+	struct lzchan *extra[DEP_LANES];
+	int ended[DEP_LANES], nended, nextra;
+	bool counted;		/* the departure count is kept */
+};
+
+/*
+ * Keep lane 0 busy (a backlog on every receive) until @ends more lanes
+ * have ended and @opens more senders got in, trying to open new ones
+ * every 64 receives.  Returns the receives it took, or -1.
+ */
+static int busy_until(struct __test_metadata *_metadata, struct departures *d,
+		      int ends, int opens)
+{
+	int want_ends = d->nended + ends, want_opens = d->nextra + opens, i, r;
+	uint32_t lane;
+	char buf[16];
+
+	for (i = 0; i < 400000 && (d->nended < want_ends || d->nextra < want_opens); i++) {
+		if (lzchan_send(d->p.tx, "a", 1))
+			return -1;
+		/* Ends come between lane 0's messages, each exactly once. */
+		while ((r = lzchan_recv(d->p.rx, buf, sizeof(buf), &lane)) == -EPIPE) {
+			EXPECT_TRUE(lane > 0 && lane < DEP_LANES) TH_LOG("lane %u", lane);
+			if (lane == 0 || lane >= DEP_LANES || d->ended[lane]++)
+				return -1;
+			d->nended++;
+		}
+		EXPECT_EQ(1, r) TH_LOG("receive %d: %d", i, r);
+		EXPECT_EQ(0, lane);
+		if (r != 1 || lane || buf[0] != 'a')
+			return -1;
+		while (i % 64 == 63 && d->nextra < want_opens) {
+			r = lzchan_open(&d->extra[d->nextra], d->p.name, LZCHAN_SENDER, NULL);
+			EXPECT_TRUE(!r || r == -EUSERS) TH_LOG("open gave %d", r);
+			if (r)
+				break;
+			d->nextra++;
+		}
+	}
+	EXPECT_EQ(want_ends, d->nended) TH_LOG("ends after %d busy receives", i);
+	EXPECT_EQ(want_opens, d->nextra) TH_LOG("new senders after %d busy receives", i);
+	/* Announced departures are served at the next full look (every 64
+	 * receives); without the count (an older module) a sweep every 1024
+	 * full looks finds them. */
+	if (d->counted)
+		EXPECT_GT(1024, i) TH_LOG("the ends and new senders took %d busy receives", i);
+	return i;
+}
+
+TEST(busy_receiver_frees_departed_lanes)
+{
+	struct lzchan *tx[DEP_LANES];
+	struct lzchan_features f = { 0 };
+	struct departures d = { 0 };
+	struct lzchan_geom g;
+	int ready[2], i;
+	char buf[16];
+	pid_t pid;
+
+	ASSERT_EQ(0, pair_open(&d.p, "depart", opts(64, 64, DEP_LANES)));
+	ASSERT_EQ(0, lzchan_geometry(d.p.rx, &g));
+	d.counted = g.backend == LZCHAN_BACKEND_SHM ||
+		    (!lzchan_dev_features(&f) && (f.features & LZCHAN_FEAT_DEPARTURES));
+	/* One lane's sender is another process, killed below (forked first:
+	 * it must not share our senders' files, which keep their lanes). */
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *c;
+
+		if (lzchan_open(&c, d.p.name, LZCHAN_SENDER, NULL))
+			_exit(1);
+		if (write(ready[1], "k", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], buf, 1));
+	close(ready[0]);
+	for (i = 1; i < DEP_LANES - 1; i++)
+		ASSERT_EQ(0, lzchan_open(&tx[i], d.p.name, LZCHAN_SENDER, NULL));
+	/* Every lane is taken: another sender is refused. */
+	ASSERT_EQ(-EUSERS, lzchan_open(&d.extra[0], d.p.name, LZCHAN_SENDER, NULL));
+	/* Idle long enough for all but a few lanes to go to sleep. */
+	for (i = 0; i < 40000; i++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(d.p.rx, buf, sizeof(buf), NULL));
+	/* From now on lane 0 always has a backlog. */
+	for (i = 0; i < 32; i++)
+		ASSERT_EQ(0, lzchan_send(d.p.tx, "a", 1));
+
+	/* Closed senders. */
+	for (i = 1; i < DEP_LANES - 1; i++)
+		lzchan_close(tx[i]);
+	TH_LOG("closed: %d busy receives",
+	       busy_until(_metadata, &d, DEP_LANES - 2, DEP_LANES - 2));
+	/* A killed one (shm: the next sender to try finds its lock free). */
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	TH_LOG("killed: %d busy receives", busy_until(_metadata, &d, 1, 1));
+	EXPECT_EQ(-EUSERS, lzchan_open(&tx[0], d.p.name, LZCHAN_SENDER, NULL));
+
+	for (i = 0; i < d.nextra; i++)
+		lzchan_close(d.extra[i]);
+	pair_close(&d.p);
+}
+
 /* Receive-any serves a lane holding a longer message in its turn, not
  * only when the one-slot messages of the other lanes run out. */
 TEST(long_message_lane_gets_its_turn)

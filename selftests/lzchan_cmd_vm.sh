@@ -67,7 +67,7 @@ run features
 check "features reports ABI 1 from the module" eval 'rc_is 0 && out_has "^abi_version 1$"'
 run features --json
 check "features --json names the feature bits" \
-	eval 'rc_is 0 && out_has "^{\"abi_version\": 1, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true}$"'
+	eval 'rc_is 0 && out_has "^{\"abi_version\": 1, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true}$"'
 
 run limits
 check "limits shows each limit with root's exemption" \

@@ -1313,14 +1313,16 @@ static int cmd_features(int argc, char **argv)
 	if (json) {
 		printf("{\"abi_version\": %u, \"page_size\": %u, \"features\": %llu, "
 		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s, "
-		       "\"placement\": %s, \"nopin\": %s, \"usage\": %s}\n",
+		       "\"placement\": %s, \"nopin\": %s, \"usage\": %s, "
+		       "\"departures\": %s}\n",
 		       f.abi_version, f.page_size, (unsigned long long)f.features,
 		       (f.features & LZCHAN_FEAT_NUMA) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_EVENTFD) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_PEERCRED) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_PLACEMENT) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_NOPIN) ? "true" : "false",
-		       (f.features & LZCHAN_FEAT_USAGE) ? "true" : "false");
+		       (f.features & LZCHAN_FEAT_USAGE) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_DEPARTURES) ? "true" : "false");
 		return 0;
 	}
 	printf("abi_version %u\npage_size %u\nfeatures 0x%llx\n",

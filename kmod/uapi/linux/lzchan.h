@@ -68,9 +68,11 @@ struct lzchan_features {
 #define LZCHAN_FEAT_PLACEMENT	(1ULL << 3)	/* PLACEMENT */
 #define LZCHAN_FEAT_NOPIN	(1ULL << 4)	/* mappings refuse every pin */
 #define LZCHAN_FEAT_USAGE	(1ULL << 5)	/* USAGE; per-tenant limits */
+#define LZCHAN_FEAT_DEPARTURES	(1ULL << 6)	/* lzchan_shm_hdr.departures */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
-				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE)
+				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE | \
+				 LZCHAN_FEAT_DEPARTURES)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -364,8 +366,18 @@ struct lzchan_shm_hdr {
 	__u32 max_senders;
 	__u32 pad0[3];
 	__u64 rx_status;		/* LZCHAN_STATUS(gen, LZCHAN_RX_*) */
-	__u64 pad1[11];
+	__u64 departures;		/* senders gone; see below */
+	__u64 pad1[10];
 };					/* 128 bytes */
+
+/*
+ * departures counts senders that left (closed, or died): it moves after
+ * their lane's status says CLOSED (release order), so a receiver that
+ * sees it move finds every such lane by its status, including lanes it
+ * had stopped polling.  Only the module writes it on the dev backend
+ * (LZCHAN_FEAT_DEPARTURES; 0 on a module without it); on the shm backend
+ * a closing sender and a claimer that finds a dead sender's lane do.
+ */
 
 /* A 64-bit status word: generation in the high half, state in the low. */
 #define LZCHAN_STATUS(gen, state)	(((__u64)(gen) << 32) | (__u32)(state))
