@@ -3,18 +3,22 @@
 # lzchan top-level build.  (The kernel's own build reads ./Kbuild instead.)
 #
 #   make            libchan (shared + static), tools, and lzchan.ko for the
-#                   installed kernel headers (KDIR=... overrides)
-#   make modules    the module alone
+#                   running kernel if its headers are installed (else a note)
+#   make modules    the module alone: for KDIR=... if given, else for the
+#                   running kernel (fails, saying what to do, without headers)
 #   make deps       install/cache everything the build and tests need (root)
 #   make check      deps, build, host tests, VM tests on all four kernels
 #   make vm-check KERNEL=bookworm|trixie|trixie-backports|debug   one VM run
 #   make run        the main job: two processes exchange messages
-#   make install    DESTDIR=, PREFIX= (default /usr/local); make uninstall
+#   make install    DESTDIR=, PREFIX= (default /usr/local); make uninstall;
+#                   or its parts: install-lib, install-tools, install-module
 #   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS
 
 VERSION		:= 0.2.0
 SONAME		:= liblzchan.so.0
 CACHE		?= $(CURDIR)/.cache
+# The module is built for KDIR= when given, else for the running kernel
+# (when its headers are installed: see 'modules' below).
 KDIR		?= $(shell $(CURDIR)/scripts/kdir.sh)
 PREFIX		?= /usr/local
 LIBDIR		?= $(PREFIX)/lib
@@ -36,8 +40,11 @@ LIB_SO		:= libchan/$(SONAME)
 TOOLS		:= tools/lzchan tools/lzchan-demo tools/lzchan-bench
 BENCH_SRCS	:= $(wildcard tools/bench/*.c)
 
-.PHONY: all lib tools modules selftests deps check vm-check install clean run
-all: lib tools modules
+.PHONY: all lib tools modules selftests deps check vm-check clean run
+all: lib tools
+	@if [ -n "$(KDIR)" ]; then $(MAKE) --no-print-directory modules; else \
+		echo "note: lzchan.ko not built: no kernel headers for the running kernel" \
+		     "$$(uname -r) ('make modules' says what to do)"; fi
 
 lib: $(LIB_A) $(LIB_SO) libchan/liblzchan.so libchan/lzchan.pc
 
@@ -83,9 +90,18 @@ run:
 	scripts/run.sh
 
 modules:
-	@test -n "$(KDIR)" -a -f "$(KDIR)/Makefile" || \
-		{ echo "no kernel headers found: run 'make deps' or pass KDIR=/path/to/build" >&2; exit 1; }
+	@if [ -z "$(KDIR)" ]; then $(CURDIR)/scripts/kdir.sh --why >&2; exit 1; fi
+	@test -f "$(KDIR)/Makefile" || \
+		{ echo "make modules: KDIR=$(KDIR) is not a kernel build directory" \
+		       "(no Makefile there)" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	@rel=$$($(CURDIR)/scripts/kdir.sh --release $(KDIR)); \
+	if [ "$$rel" = "$$(uname -r)" ]; then \
+		echo "built kmod/lzchan.ko for the running kernel $$rel"; \
+	else \
+		echo "built kmod/lzchan.ko for kernel $${rel:-unknown} ($(KDIR));" \
+		     "it will not load into the running kernel $$(uname -r)"; \
+	fi
 
 selftests: $(LIB_A) $(TOOLS)
 	@test -f $(CACHE)/kselftest/kselftest_harness.h || \
@@ -106,14 +122,20 @@ vm-check: lib selftests
 	CACHE=$(CACHE) scripts/vm-run.sh $(KERNEL)
 
 # ---- installation (Documentation/admin/guide.rst) ----
-# make install: the library (.so.0, its symlink, .a), headers (lzchan.h and
-# the UAPI <linux/lzchan.h>), lzchan.pc, the tools, whatever man pages
-# exist, the udev rule, the modules-load.d and sysusers.d snippets, and the
-# modprobe.d example as documentation.  System locations (udev,
-# modules-load.d, sysusers.d) do not follow PREFIX: they are where those
-# programs look; set one to empty to skip it.  Without DESTDIR (a real
-# install) it also creates the group "lzchan" and runs ldconfig.
-# make dkms-install: the module's sources into $(DKMS_SRCDIR) for DKMS.
+# make install is three parts, each usable alone:
+#   install-lib     the library (.so.0, its symlink, .a), the headers
+#                   (lzchan.h and the UAPI <linux/lzchan.h>), lzchan.pc and
+#                   the man pages of sections 3 and 7.  Under PREFIX only:
+#                   an unprivileged user can run it.
+#   install-tools   the tools and their man pages (section 1).  PREFIX only.
+#   install-module  what the module needs on the system: its sources for
+#                   DKMS (as dkms-install), the udev rule, the modules-load.d
+#                   and sysusers.d snippets, the modprobe.d example (as
+#                   documentation) and, without DESTDIR, the group "lzchan".
+#                   These go where udev, systemd and DKMS look, whatever the
+#                   PREFIX; set UDEVRULESDIR=, MODULESLOADDIR= or
+#                   SYSUSERSDIR= empty to skip one.
+# Without DESTDIR, as root, install-lib runs ldconfig for a system LIBDIR.
 MANDIR		?= $(PREFIX)/share/man
 DOCDIR		?= $(PREFIX)/share/doc/lzchan
 PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
@@ -129,11 +151,18 @@ INSTALL_MAN7	= $(wildcard man/man7/*.7)
 DKMS_FILES	= Kbuild dkms.conf COPYING $(wildcard LICENSES/*) kmod/Kbuild \
 		  $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
 		  kmod/uapi/linux/lzchan.h
+# ldconfig only for a real install by root into a directory it searches.
+LDCONFIG	= $(if $(DESTDIR),,if [ "$$(id -u)" = 0 ] && \
+		  ldconfig -v -N 2>/dev/null | grep -q '^$(LIBDIR):'; then ldconfig; fi)
 
-.PHONY: uninstall dkms-install dkms-uninstall
-install: lib tools
+.PHONY: install install-lib install-tools install-module
+.PHONY: uninstall uninstall-lib uninstall-tools uninstall-module
+.PHONY: dkms-install dkms-uninstall
+install: install-lib install-tools install-module
+
+install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+		$(DESTDIR)$(INCLUDEDIR)/linux
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblzchan.so
@@ -143,13 +172,20 @@ install: lib tools
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc
 	install -m 644 libchan/lzchan.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 kmod/uapi/linux/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/
-	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
-	$(if $(INSTALL_MAN1),install -d $(DESTDIR)$(MANDIR)/man1 && \
-		install -m 644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(INSTALL_MAN3),install -d $(DESTDIR)$(MANDIR)/man3 && \
 		install -m 644 $(INSTALL_MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	$(if $(INSTALL_MAN7),install -d $(DESTDIR)$(MANDIR)/man7 && \
 		install -m 644 $(INSTALL_MAN7) $(DESTDIR)$(MANDIR)/man7/)
+	@$(LDCONFIG)
+
+install-tools: tools
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	$(if $(INSTALL_MAN1),install -d $(DESTDIR)$(MANDIR)/man1 && \
+		install -m 644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/)
+
+install-module: dkms-install
+	install -d $(DESTDIR)$(DOCDIR)
 	$(if $(UDEVRULESDIR),install -D -m 644 packaging/60-lzchan.rules \
 		$(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
 	$(if $(MODULESLOADDIR),install -D -m 644 packaging/modules-load.d/lzchan.conf \
@@ -158,22 +194,30 @@ install: lib tools
 		$(DESTDIR)$(SYSUSERSDIR)/lzchan.conf)
 	install -m 644 packaging/modprobe.d/lzchan.conf $(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
 	$(if $(DESTDIR),,getent group lzchan >/dev/null || groupadd --system lzchan)
-	$(if $(DESTDIR),,-ldconfig)
+	@echo "module sources in $(DESTDIR)$(DKMS_SRCDIR): build and install the module" \
+	      "with 'dkms install lzchan/$(VERSION)'"
 
-uninstall:
+uninstall: uninstall-lib uninstall-tools uninstall-module
+
+uninstall-lib:
 	rm -f $(DESTDIR)$(LIBDIR)/liblzchan.a $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/liblzchan.so $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc \
 		$(DESTDIR)$(INCLUDEDIR)/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/lzchan.h \
-		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
-		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(INSTALL_MAN3))) \
-		$(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(INSTALL_MAN7))) \
-		$(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
+		$(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(INSTALL_MAN7)))
+	@$(LDCONFIG)
+
+uninstall-tools:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1)))
+
+# Run 'dkms remove lzchan/$(VERSION) --all' first if DKMS knows it.
+uninstall-module: dkms-uninstall
+	rm -f $(DESTDIR)$(DOCDIR)/modprobe-lzchan.conf
 	$(if $(UDEVRULESDIR),rm -f $(DESTDIR)$(UDEVRULESDIR)/60-lzchan.rules)
 	$(if $(MODULESLOADDIR),rm -f $(DESTDIR)$(MODULESLOADDIR)/lzchan.conf)
 	$(if $(SYSUSERSDIR),rm -f $(DESTDIR)$(SYSUSERSDIR)/lzchan.conf)
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
-	$(if $(DESTDIR),,-ldconfig)
 
 # The module's sources for DKMS, with dkms.conf's version set to ours.
 # Then: dkms install lzchan/$(VERSION)   (add + build + install).
@@ -183,7 +227,6 @@ dkms-install:
 	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' \
 		$(DESTDIR)$(DKMS_SRCDIR)/dkms.conf
 
-# Run 'dkms remove lzchan/$(VERSION) --all' first if DKMS knows it.
 dkms-uninstall:
 	rm -rf $(DESTDIR)$(DKMS_SRCDIR)
 

@@ -3,12 +3,14 @@
 # make install / uninstall / dkms-install into a scratch DESTDIR: every file
 # where it belongs with its mode, a program built against the installed
 # tree with pkg-config (shared and static) runs, and uninstall leaves
-# nothing behind.  Prints TAP.  Needs a built tree ('make lib tools').
+# nothing behind; the install parts as an unprivileged user; what make
+# modules says about the kernel it builds for.  Prints TAP.  Needs a built
+# tree ('make lib tools').
 # usage: lzchan_install.sh TOP-OF-THE-SOURCE-TREE
 top=${1:?usage: $0 TOP-OF-THE-SOURCE-TREE}
 n=0 failed=0
 echo "TAP version 13"
-echo "1..20"
+echo "1..27"
 
 check() { # description, then the test as a command
 	desc=$1; shift
@@ -181,6 +183,71 @@ check "default PREFIX: the udev rule still goes where udev reads it" \
 	[ -f "$d2/usr/lib/udev/rules.d/60-lzchan.rules" ]
 d3=$tmp/root3
 mk install DESTDIR="$d3" PREFIX=/opt/lz UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR=
-check "UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR= skip the system files" \
-	sh -c "[ -f '$d3/opt/lz/lib/liblzchan.so.0' ] && [ ! -e '$d3/usr' ]"
+check "UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR= skip the system files (not DKMS's sources)" \
+	sh -c "[ -f '$d3/opt/lz/lib/liblzchan.so.0' ] && [ ! -e '$d3/usr/lib' ] &&
+	       [ -f '$d3/usr/src/lzchan-$version/dkms.conf' ]"
+
+# The parts, as an unprivileged user into a home prefix: nothing outside
+# it is written (as "nobody" it could not be), no group, no ldconfig.
+u=$tmp/home
+mkdir -p "$u" && chown nobody "$u" && chmod 755 "$tmp"
+asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+asnobody make -s -C "$top" install-lib PREFIX="$u/.local" >"$tmp/user.log" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/user.log"
+check "make install-lib as an unprivileged user into PREFIX=~/.local" \
+	sh -c "[ $rc = 0 ] && [ -f '$u/.local/lib/liblzchan.so.0' ] &&
+	       [ -f '$u/.local/include/lzchan.h' ] && [ -f '$u/.local/include/linux/lzchan.h' ] &&
+	       [ -f '$u/.local/lib/pkgconfig/lzchan.pc' ] &&
+	       [ -f '$u/.local/share/man/man3/lzchan_open.3' ] && [ ! -e '$u/.local/bin' ]"
+asnobody make -s -C "$top" install-tools PREFIX="$u/.local" >"$tmp/user.log" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/user.log"
+check "make install-tools as that user: the tools and section 1, nothing of the module" \
+	sh -c "[ $rc = 0 ] && [ -x '$u/.local/bin/lzchan' ] &&
+	       [ -f '$u/.local/share/man/man1/lzchan.1' ] &&
+	       [ ! -e '$u/.local/share/doc' ] && [ ! -e '$u/.local/src' ]"
+d4=$tmp/root4
+mk install-module DESTDIR="$d4" PREFIX=/usr
+check "make install-module: the DKMS sources and the system files, no library or tools" \
+	sh -c "[ -f '$d4/usr/src/lzchan-$version/dkms.conf' ] &&
+	       [ -f '$d4/usr/lib/udev/rules.d/60-lzchan.rules' ] &&
+	       [ -f '$d4/usr/lib/modules-load.d/lzchan.conf' ] &&
+	       [ ! -e '$d4/usr/lib/liblzchan.so.0' ] && [ ! -e '$d4/usr/bin' ]"
+asnobody make -s -C "$top" uninstall-lib uninstall-tools PREFIX="$u/.local" >"$tmp/user.log" 2>&1
+rc=$?
+left=$(cd "$u" && find . ! -type d | sed 's/^\.//')
+[ -z "$left" ] || echo "$left" | sed 's/^/# left behind: /'
+check "make uninstall-lib uninstall-tools as that user removes every file" [ "$rc:$left" = 0: ]
+
+# make modules: which kernel, and a clear failure without headers.
+make -C "$top" modules KDIR="$tmp/nothing" >"$tmp/mod.log" 2>&1
+rc=$?
+check "make modules KDIR=<not a kernel tree> fails and says so" \
+	sh -c "[ $rc != 0 ] && grep -q 'is not a kernel build directory' '$tmp/mod.log'"
+run=$(uname -r)
+if [ -f "/lib/modules/$run/build/Makefile" ]; then
+	echo "ok $((n += 1)) # SKIP the running kernel $run has headers"
+else
+	make -C "$top" modules >"$tmp/mod.log" 2>&1
+	rc=$?
+	sed 's/^/# /' "$tmp/mod.log"
+	check "make modules without headers for the running kernel fails, naming the package" \
+		sh -c "[ $rc != 0 ] && grep -q 'no kernel headers for the running kernel $run' '$tmp/mod.log' &&
+		       grep -q 'apt-get install linux-headers-$run' '$tmp/mod.log'"
+fi
+other=$(ls -d /lib/modules/*/build 2>/dev/null | while read -r k; do
+	[ -f "$k/Makefile" ] && [ "$k" != "/lib/modules/$run/build" ] && echo "$k"; done | head -n 1)
+if [ -z "$other" ]; then
+	echo "ok $((n += 1)) # SKIP no headers of another kernel installed"
+else
+	rel=$(sh "$top/scripts/kdir.sh" --release "$other")
+	make -C "$top" modules KDIR="$other" >"$tmp/mod.log" 2>&1
+	rc=$?
+	tail -n 3 "$tmp/mod.log" | sed 's/^/# /'
+	check "make modules KDIR=<another kernel> builds for $rel, says so and that it will not load here" \
+		sh -c "[ $rc = 0 ] && grep -q 'built kmod/lzchan.ko for kernel $rel ' '$tmp/mod.log' &&
+		       grep -q 'will not load into the running kernel $run' '$tmp/mod.log' &&
+		       [ \"\$(modinfo -F vermagic '$top/kmod/lzchan.ko' | cut -d' ' -f1)\" = '$rel' ]"
+fi
 exit $failed
