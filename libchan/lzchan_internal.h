@@ -32,12 +32,26 @@ enum {
 				 * until its sender has gone, then ended */
 };
 
+/* A guarded shm mapping (lzchan_guard.c). */
+struct __lzchan_guard {
+	uint32_t seq;			/* odd while the entry changes */
+	int lost;			/* the SIGBUS handler replaced it */
+	uintptr_t start;		/* 0: unused */
+	size_t len;
+	size_t hdr_off;			/* its struct lzchan_shm_hdr, or SIZE_MAX */
+	struct __lzchan_guard *next;
+};
+
+struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_off);
+bool __lzchan_guard_lost(const struct __lzchan_guard *g);
+void __lzchan_guard_retire(struct __lzchan_guard *g);
 
 struct lzchan {
 	struct __lzchan_fast f;		/* first: what lzchan.h's inline paths use */
 	uint32_t max_msg;
 	enum lzchan_backend backend;
 	int fd;				/* device fd or shm file */
+	struct __lzchan_guard *guard;	/* shm: our mapping's SIGBUS guard */
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
 	bool created;			/* lzchan_open() created the channel */

@@ -251,7 +251,8 @@ static int __lz_tx_check(struct lzchan *ch, size_t len)
 	 * ends sending at once, not when the ring fills. */
 	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
 			      LZCHAN_RX_GONE))
-		return -EPIPE;
+		/* shm: the file cut short under us says "gone" too. */
+		return __lzchan_guard_lost(ch->guard) ? -EIO : -EPIPE;
 	return 0;
 }
 
@@ -1007,6 +1008,8 @@ static int __lz_rx_check(struct lzchan *ch)
 {
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
+	if (__lzchan_unlikely(__lzchan_guard_lost(ch->guard)))
+		return -EIO;	/* shm: the file was cut short under us */
 	if (__lzchan_unlikely(ch->f.armed)) {
 		uint64_t cnt;
 

@@ -371,13 +371,81 @@ static int __lzchan_mbind(void *p, size_t len, int node, bool strict)
 	return 0;
 }
 
+/*
+ * A new, nameless file in @path's directory, for a channel to be made in
+ * before it is published at @path.  Where the file system cannot make
+ * nameless files (O_TMPFILE), a uniquely named one, whose name goes into
+ * @tmp (else @tmp is "").  Returns the fd or -errno.
+ */
+static int __lzchan_shm_tmpfile(const char *path, mode_t mode, char *tmp, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int fd, i;
+
+	*tmp = 0;
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = 0;
+	fd = open(dir, O_RDWR | O_TMPFILE | O_CLOEXEC, mode);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd >= 0 ? fd : -errno;
+	for (i = 0; i < 100; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		/* "lzchan..": no channel name starts with a dot. */
+		if ((size_t)snprintf(tmp, len, "%s/lzchan..new.%d.%ld", dir, (int)getpid(),
+				     ts.tv_nsec + i) >= len) {
+			*tmp = 0;
+			return -ENAMETOOLONG;
+		}
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			break;
+	}
+	*tmp = 0;
+	return -errno;
+}
+
+/* Give the finished channel file @fd its name @path; -EEXIST if taken.
+ * @tmp: its temporary name, if it has one (removed). */
+static int __lzchan_shm_publish(int fd, char *tmp, const char *path)
+{
+	char proc[64];
+	int ret = 0;
+
+	if (*tmp) {
+		if (link(tmp, path) < 0)
+			ret = -errno;
+		unlink(tmp);
+		*tmp = 0;
+		return ret;
+	}
+	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not. */
+	if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -EEXIST;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Create the channel file; *@made (if not NULL) identifies it. */
 static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 			       bool *created, struct stat *made)
 {
 	struct __lzchan_shm_file *f;
 	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct __lzchan_guard *guard = NULL;
 	struct lzchan_layout l;
+	char tmp[PATH_MAX];
+	bool lost;
 	size_t total;
 	int fd, ret;
 
@@ -386,26 +454,37 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 		return ret;
 	if (o->mode & ~0777U)
 		return -EINVAL;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, o->mode);
+	/* Made whole without a name, then given one in a single step (link):
+	 * nobody ever opens a channel half made, so a file without a valid
+	 * header is never "still being created" -- it is not a channel. */
+	fd = __lzchan_shm_tmpfile(path, o->mode, tmp, sizeof(tmp));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* open() applied the umask; channels get exactly the mode asked for. */
 	if (fchmod(fd, o->mode) < 0)
 		goto fail_errno;
 
 	__lzchan_shm_layout(&l, o->slot_size, o->slot_count, o->max_senders, page);
 	total = page + l.lanes_off + l.lane_stride * o->max_senders;
-	if (ftruncate(fd, total) < 0)
+	if (ftruncate(fd, (off_t)total) < 0)
 		goto fail_errno;
 	f = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (f == MAP_FAILED)
 		goto fail_errno;
+	/* The placement first (tmpfs keeps it with the file), then reserve
+	 * every page: a channel that does not fit fails here with ENOSPC, not
+	 * later with SIGBUS in whoever touches a page the file system cannot
+	 * supply.  (A file system without fallocate keeps a sparse file.) */
 	ret = __lzchan_mbind(f, total, o->numa_node, o->node_strict);
+	if (!ret && fallocate(fd, 0, 0, (off_t)total) < 0 && errno != EOPNOTSUPP)
+		ret = -errno;
+	/* Anyone who may write the file may cut it short while we fill in
+	 * the header. */
+	if (!ret && !(guard = __lzchan_guard_add(f, total, SIZE_MAX)))
+		ret = -errno;
 	if (ret) {
 		munmap(f, total);
-		close(fd);
-		unlink(path);
-		return ret;
+		goto fail;
 	}
 	f->version = SHM_FILE_VERSION;
 	f->page_size = page;
@@ -426,17 +505,97 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 	/* Pairs with the acquire load of magic in __lzchan_shm_attach(): an
 	 * opener that sees it sees the whole header. */
 	__lz_store_rel(&f->magic, SHM_FILE_MAGIC);
+	lost = __lzchan_guard_lost(guard);
+	__lzchan_guard_retire(guard);
 	munmap(f, total);
+	if (lost) {
+		ret = -EIO;
+		goto fail;
+	}
 	if (made && fstat(fd, made) < 0)
 		goto fail_errno;
+	ret = __lzchan_shm_publish(fd, tmp, path);
+	if (ret)
+		goto fail;
 	close(fd);
 	*created = true;
 	return 0;
 
 fail_errno:
 	ret = -errno;
+fail:
 	close(fd);
-	unlink(path);
+	if (*tmp)
+		unlink(tmp);
+	return ret;
+}
+
+/*
+ * The channel file header of @fd, or -EPROTO: not a channel.  Channels are
+ * published whole (__lzchan_shm_create()), so a file without the header is
+ * not one being made -- it is not a channel at all.  Read, not mapped: a
+ * file cut short gives a short read, not SIGBUS.
+ */
+static int __lzchan_shm_read_hdr(int fd, struct __lzchan_shm_file *hdr)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EPROTO;
+	if (pread(fd, hdr, sizeof(*hdr), 0) != (ssize_t)sizeof(*hdr) ||
+	    hdr->magic != SHM_FILE_MAGIC)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * @path is not a channel (-EPROTO from the header).  If it is a regular
+ * file of the caller's, remove it so that a channel can be made there:
+ * left by a crash of an older library, or plain garbage.  Concurrent
+ * repairers remove it once: each locks the file and removes the name only
+ * if it still names that file.  0: gone (try again), -EPROTO: left alone
+ * (another user's, or not a regular file).
+ */
+static int __lzchan_shm_repair(const char *path)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE - 1, .l_len = 1,
+	};
+	struct __lzchan_shm_file hdr;
+	struct stat a, b;
+	int fd, ret = -EPROTO;
+
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -EPROTO;
+	if (fstat(fd, &a) < 0 || !S_ISREG(a.st_mode) || a.st_uid != geteuid())
+		goto out;
+	if (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+		goto out;
+	if (stat(path, &b) < 0 || b.st_dev != a.st_dev || b.st_ino != a.st_ino ||
+	    __lzchan_shm_read_hdr(fd, &hdr) == 0) {
+		ret = 0;	/* replaced meanwhile (or a channel after all): look again */
+		goto out;
+	}
+	if (unlink(path) == 0 || errno == ENOENT)
+		ret = 0;
+out:
+	close(fd);
+	return ret;
+}
+
+/* Is @path a channel?  0, -EPROTO (not one), -errno. */
+static int __lzchan_shm_probe(const char *path)
+{
+	struct __lzchan_shm_file hdr;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), ret;
+
+	if (fd < 0)
+		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
+	ret = __lzchan_shm_read_hdr(fd, &hdr);
+	close(fd);
 	return ret;
 }
 
@@ -448,17 +607,18 @@ fail_errno:
 static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 			       const struct stat *made, bool owned)
 {
-	struct __lzchan_shm_file hdr, *f;
+	struct __lzchan_shm_file hdr;
 	struct lzchan_layout want;
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	struct stat st;
-	int i, ret;
+	int ret;
 
 	/* A name is never a symbolic link: one planted by another user could
 	 * point at a file of the caller's, which LZCHAN_OWNED would pass. */
-	ch->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	ch->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (ch->fd < 0)
-		return -errno;
+		/* A directory or a symbolic link is not a channel. */
+		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
 	if (fstat(ch->fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -469,27 +629,9 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 		return -EPERM;
 	if (made && (st.st_dev != made->st_dev || st.st_ino != made->st_ino))
 		ch->created = false;	/* removed and made again meanwhile */
-	/* A creator may still be filling the header: give it a second. */
-	for (i = 0; ; i++) {
-		if (fstat(ch->fd, &st) < 0)
-			return -errno;
-		if ((uint64_t)st.st_size >= page) {
-			f = mmap(NULL, page, PROT_READ, MAP_SHARED, ch->fd, 0);
-			if (f == MAP_FAILED)
-				return -errno;
-			/* Pairs with the release store in __lzchan_shm_create(). */
-			if (__lz_load_acq(&f->magic) == SHM_FILE_MAGIC) {
-				memcpy(&hdr, f, sizeof(hdr));
-				munmap(f, page);
-				break;
-			}
-			munmap(f, page);
-		}
-		if (i == 1000)
-			return -EAGAIN;
-		usleep(1000);
-	}
-
+	ret = __lzchan_shm_read_hdr(ch->fd, &hdr);
+	if (ret)
+		return ret;
 	/* The file is anyone's with write access: trust nothing in it. */
 	if (hdr.version != SHM_FILE_VERSION || hdr.page_size != page)
 		return -EPROTO;
@@ -510,6 +652,11 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 		ch->map_base = NULL;
 		return -errno;
 	}
+	/* From now on a peer that cuts the file short costs us the channel
+	 * (-EIO), not the process (lzchan_guard.c). */
+	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, page);
+	if (!ch->guard)
+		return -errno;
 	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
 }
 
@@ -605,23 +752,34 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 	char path[PATH_MAX];
 	bool created = false;
 	struct stat made;
-	int ret;
+	int ret, tries;
 
 	ch->backend = LZCHAN_BACKEND_SHM;
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	if (flags & LZCHAN_CREATE) {
-		ret = __lzchan_shm_create(path, o, &created, &made);
-		if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
-			ret = 0;
+	for (tries = 0; ; tries++) {
+		if (flags & LZCHAN_CREATE) {
+			ret = __lzchan_shm_create(path, o, &created, &made);
+			if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
+				ret = 0;
+			if (ret)
+				return ret;
+		}
+		ch->created = created;
+		ret = __lzchan_shm_attach(ch, path, created ? &made : NULL, flags & LZCHAN_OWNED);
+		/* LZCHAN_CREATE over a file of ours that is not a channel:
+		 * replace it. */
+		if (ret == -EPROTO && (flags & LZCHAN_CREATE) && !(flags & LZCHAN_EXCL) &&
+		    !created && tries < 3 && __lzchan_shm_repair(path) == 0) {
+			close(ch->fd);
+			ch->fd = -1;
+			continue;
+		}
 		if (ret)
 			return ret;
+		break;
 	}
-	ch->created = created;
-	ret = __lzchan_shm_attach(ch, path, created ? &made : NULL, flags & LZCHAN_OWNED);
-	if (ret)
-		return ret;
 	/* The lane is chosen only now: map it once we know which. */
 	ret = __lzchan_shm_claim(ch);
 	if (ret)
@@ -756,6 +914,7 @@ void lzchan_close(struct lzchan *ch)
 	}
 	for (i = 0; i < ch->nmaps; i++)
 		munmap(ch->maps[i], ch->map_lens[i]);
+	__lzchan_guard_retire(ch->guard);
 	if (ch->map_base)
 		munmap(ch->map_base, ch->map_len);
 	if (ch->evfd >= 0)
@@ -801,7 +960,7 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	char path[PATH_MAX];
 	struct lzchan_opts o;
 	bool created = false;
-	int ret, fd;
+	int ret, fd, tries;
 
 	if (flags & ~LZCHAN_EXCL)
 		return -EINVAL;
@@ -835,10 +994,21 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	ret = __lzchan_shm_create(path, &o, &created, NULL);
-	if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
-		return 0;
-	return ret ? ret : 1;
+	for (tries = 0; ; tries++) {
+		ret = __lzchan_shm_create(path, &o, &created, NULL);
+		if (ret != -EEXIST || (flags & LZCHAN_EXCL))
+			return ret ? ret : 1;
+		/* The name is taken: by a channel (fine), or by something
+		 * else, which is replaced if it is a file of ours. */
+		ret = __lzchan_shm_probe(path);
+		if (ret == -ENOENT && tries < 3)
+			continue;	/* removed meanwhile: make it */
+		if (ret != -EPROTO || tries == 3)
+			return ret;
+		ret = __lzchan_shm_repair(path);
+		if (ret)
+			return ret;
+	}
 }
 
 int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)

@@ -18,17 +18,6 @@
 #include "kselftest_harness.h"
 #include "lzchan_test.h"
 
-static struct lzchan_opts opts(uint32_t size, uint32_t count, uint32_t senders)
-{
-	struct lzchan_opts o;
-
-	lzchan_opts_init(&o);
-	o.slot_size = size;
-	o.slot_count = count;
-	o.max_senders = senders;
-	return o;
-}
-
 /* A receiver (creating the channel) and one sender. */
 struct pair {
 	const char *name;
@@ -82,7 +71,7 @@ TEST(backend_selection)
 {
 	struct pair p;
 	struct lzchan_geom g;
-	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 
 	ASSERT_EQ(0, pair_open(&p, "be", o));
 	ASSERT_EQ(0, lzchan_geometry(p.rx, &g));
@@ -111,7 +100,7 @@ TEST(dev_features)
 
 TEST(open_errors)
 {
-	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 	const char *n = lz_name("oe");
 	struct lzchan *rx, *a, *b, *c;
 
@@ -145,7 +134,7 @@ TEST(geometry)
 	struct lzchan_geom g;
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "geo", opts(128, 32, 3)));
+	ASSERT_EQ(0, pair_open(&p, "geo", lz_opts(128, 32, 3)));
 	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
 	EXPECT_EQ(128, g.slot_size);
 	EXPECT_EQ(32, g.slot_count);
@@ -164,7 +153,7 @@ TEST(send_recv)
 	uint32_t lane = 99;
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "sr", opts(64, 64, 2)));
+	ASSERT_EQ(0, pair_open(&p, "sr", lz_opts(64, 64, 2)));
 	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
 	ASSERT_EQ(0, lzchan_send(p.tx, "hello", 5));
 	ASSERT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
@@ -188,7 +177,7 @@ TEST(every_size)
 	struct pair p;
 	uint32_t len, i;
 
-	ASSERT_EQ(0, pair_open(&p, "size", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "size", lz_opts(64, 64, 1)));
 	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
 	for (len = 0; len <= g.max_msg; len++) {
 		for (i = 0; i < len; i++)
@@ -210,7 +199,7 @@ TEST(full_ring_and_recv_too_small)
 	uint32_t lane, n = 0;
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "full", opts(64, 16, 1)));
+	ASSERT_EQ(0, pair_open(&p, "full", lz_opts(64, 16, 1)));
 	while (lzchan_send(p.tx, buf, 40) == 0)
 		n++;
 	/* 16 slots, one kept for the marker at most: 15 or 16 fit. */
@@ -242,7 +231,7 @@ TEST(wraparound_adversarial_payload)
 	uint32_t pos = 0, len, n, i, k, seed = 12345;
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "wrap", opts(S, N, 1)));
+	ASSERT_EQ(0, pair_open(&p, "wrap", lz_opts(S, N, 1)));
 	for (k = 0; k < 20000; k++) {
 		seed = seed * 1103515245 + 12345;
 		len = (seed >> 8) % ((N - 1) * S - 8 + 1);
@@ -281,7 +270,7 @@ TEST(batch_send_and_recv)
 	struct pair p;
 	int r;
 
-	ASSERT_EQ(0, pair_open(&p, "batch", opts(64, 256, 1)));
+	ASSERT_EQ(0, pair_open(&p, "batch", lz_opts(64, 256, 1)));
 	for (i = 0; i < 100; i++) {
 		vals[i] = i * 3;
 		iov[i].iov_base = &vals[i];
@@ -309,7 +298,7 @@ TEST(reserve_commit)
 	void *w;
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "zc", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "zc", lz_opts(64, 64, 1)));
 	EXPECT_EQ(-EINVAL, lzchan_commit(p.tx, 1));
 	ASSERT_EQ(0, lzchan_reserve(p.tx, 100, &w));
 	memset(w, 'z', 100);
@@ -329,7 +318,7 @@ TEST(peek_release)
 	char buf[16];
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "peek", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "peek", lz_opts(64, 64, 1)));
 	ASSERT_EQ(0, lzchan_send(p.tx, "one", 3));
 	ASSERT_EQ(0, lzchan_send(p.tx, "two", 3));
 	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
@@ -350,7 +339,7 @@ TEST(peek_release)
 TEST(directed_and_any)
 {
 	struct lzchan *rx, *t0, *t1;
-	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 	const char *n = lz_name("dir");
 	char buf[16];
 	uint32_t lane;
@@ -383,7 +372,7 @@ TEST(end_of_stream_and_lane_reuse)
 	struct pair p;
 	int i;
 
-	ASSERT_EQ(0, pair_open(&p, "eos", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "eos", lz_opts(64, 64, 1)));
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, lzchan_send(p.tx, &i, sizeof(i)));
 	lzchan_close(p.tx);
@@ -427,7 +416,7 @@ TEST(broken_lane_stays_broken)
 	void *slot;
 	int i, r;
 
-	ASSERT_EQ(0, pair_open(&p, "brk", opts(64, 16, 2)));
+	ASSERT_EQ(0, pair_open(&p, "brk", lz_opts(64, 16, 2)));
 	ASSERT_EQ(0, lzchan_send(p.tx, "hello", 5));
 	ASSERT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
 	/* A hostile sender: a "ready" slot (position 1) with a length no
@@ -533,7 +522,7 @@ TEST(busy_receiver_frees_departed_lanes)
 	char buf[16];
 	pid_t pid;
 
-	ASSERT_EQ(0, pair_open(&d.p, "depart", opts(64, 64, DEP_LANES)));
+	ASSERT_EQ(0, pair_open(&d.p, "depart", lz_opts(64, 64, DEP_LANES)));
 	ASSERT_EQ(0, lzchan_geometry(d.p.rx, &g));
 	d.counted = g.backend == LZCHAN_BACKEND_SHM ||
 		    (!lzchan_dev_features(&f) && (f.features & LZCHAN_FEAT_DEPARTURES));
@@ -592,7 +581,7 @@ TEST(long_message_lane_gets_its_turn)
 	struct pair p;
 	int i, r, at = -1;
 
-	ASSERT_EQ(0, pair_open(&p, "fair", opts(64, 256, 2)));
+	ASSERT_EQ(0, pair_open(&p, "fair", lz_opts(64, 256, 2)));
 	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
 	for (i = 0; i < 200; i++)
 		ASSERT_EQ(0, lzchan_send(p.tx, &i, sizeof(i)));
@@ -617,7 +606,7 @@ TEST(receiver_gone)
 {
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "rxg", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "rxg", lz_opts(64, 64, 1)));
 	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
 	lzchan_close(p.rx);
 	p.rx = NULL;
@@ -628,7 +617,7 @@ TEST(receiver_gone)
 
 TEST(recv_wait_timeout_and_wakeup)
 {
-	struct lzchan_opts o = opts(64, 64, 1);
+	struct lzchan_opts o = lz_opts(64, 64, 1);
 	char buf[16];
 	struct pair p;
 	int status;
@@ -659,7 +648,7 @@ TEST(event_fd)
 	struct pair p;
 	int fd;
 
-	ASSERT_EQ(0, pair_open(&p, "evfd", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "evfd", lz_opts(64, 64, 1)));
 	EXPECT_EQ(-EBADF, lzchan_event_fd(p.tx));
 	fd = lzchan_event_fd(p.rx);
 	if (fd == -EOPNOTSUPP) {
@@ -687,8 +676,8 @@ TEST(two_channels_one_process)
 	struct pair a, b;
 	char buf[8];
 
-	ASSERT_EQ(0, pair_open(&a, "twoa", opts(64, 64, 1)));
-	ASSERT_EQ(0, pair_open(&b, "twob", opts(128, 16, 1)));
+	ASSERT_EQ(0, pair_open(&a, "twoa", lz_opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&b, "twob", lz_opts(128, 16, 1)));
 	ASSERT_EQ(0, lzchan_send(a.tx, "A", 1));
 	ASSERT_EQ(0, lzchan_send(b.tx, "B", 1));
 	ASSERT_EQ(1, lzchan_recv(b.rx, buf, sizeof(buf), NULL));
@@ -705,7 +694,7 @@ TEST(unlink_keeps_handles)
 	char buf[8];
 	struct pair p;
 
-	ASSERT_EQ(0, pair_open(&p, "unl", opts(64, 64, 2)));
+	ASSERT_EQ(0, pair_open(&p, "unl", lz_opts(64, 64, 2)));
 	ASSERT_EQ(0, lzchan_unlink(p.name));
 	EXPECT_EQ(-ENOENT, lzchan_open(&x, p.name, LZCHAN_SENDER, NULL));
 	ASSERT_EQ(0, lzchan_send(p.tx, "k", 1));
@@ -720,7 +709,7 @@ TEST(peer)
 	struct pair p;
 	int r;
 
-	ASSERT_EQ(0, pair_open(&p, "peer", opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "peer", lz_opts(64, 64, 1)));
 	r = lzchan_peer(p.rx, 0, &pid, &uid, &gid);
 	if (r == -EOPNOTSUPP) {
 		EXPECT_FALSE(lz_expect_dev());
@@ -768,7 +757,7 @@ static int as_user(uid_t uid, void (*fn)(struct squat *), struct squat *s)
 
 static void squatter(struct squat *s)
 {
-	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 
 	o.mode = 0666;
 	s->r[0] = lzchan_create(s->open_name, &o, LZCHAN_EXCL);
@@ -789,7 +778,7 @@ static int try_open(const char *name, unsigned int flags, const struct lzchan_op
 
 static void opener(struct squat *s)
 {
-	struct lzchan_opts o = opts(64, 64, 2);
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 	struct lzchan *ch, *tx;
 	struct lzchan_geom g;
 

@@ -67,17 +67,6 @@ static void put_file(const char *fname, const void *data, size_t len, off_t size
 	close(fd);
 }
 
-static struct lzchan_opts opts(uint32_t size, uint32_t count, uint32_t senders)
-{
-	struct lzchan_opts o;
-
-	lzchan_opts_init(&o);
-	o.slot_size = size;
-	o.slot_count = count;
-	o.max_senders = senders;
-	return o;
-}
-
 /* Find @n in a list of @cnt entries. */
 static const struct lzchan_chan_stat *in_list(const struct lzchan_chan_stat *st,
 					      int cnt, const char *n)
@@ -98,7 +87,7 @@ TEST(version)
 
 TEST(create)
 {
-	struct lzchan_opts o = opts(128, 16, 3);
+	struct lzchan_opts o = lz_opts(128, 16, 3);
 	const char *n = lz_name("cr"), *d = lz_name("cr");
 	struct lzchan_chan_stat st;
 	char longname[LZCHAN_NAME_SIZE + 1];
@@ -112,13 +101,13 @@ TEST(create)
 	ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
 	EXPECT_EQ(128, st.slot_size);
 	EXPECT_EQ(-EINVAL, lzchan_create(n, &o, LZCHAN_CREATE));
-	o = opts(96, 16, 1);
+	o = lz_opts(96, 16, 1);
 	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
-	o = opts(64, 3, 1);
+	o = lz_opts(64, 3, 1);
 	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
-	o = opts(64, 4, 0);
+	o = lz_opts(64, 4, 0);
 	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
-	o = opts(64, 4, 1);
+	o = lz_opts(64, 4, 1);
 	o.mode = 01000;
 	EXPECT_EQ(-EINVAL, lzchan_create(lz_name("cr"), &o, 0));
 	EXPECT_EQ(-EINVAL, lzchan_create("a b", NULL, 0));
@@ -139,7 +128,7 @@ TEST(create)
 
 TEST(stat_counts)
 {
-	struct lzchan_opts o = opts(64, 32, 4);
+	struct lzchan_opts o = lz_opts(64, 32, 4);
 	struct lzchan *rx, *tx1, *tx2;
 	struct lzchan_chan_stat st;
 	const char *n = lz_name("st");
@@ -202,7 +191,7 @@ TEST(list)
 
 	private_shm_dir();
 	for (i = 0; i < 3; i++) {
-		struct lzchan_opts o = opts(64, 4 << i, 1);
+		struct lzchan_opts o = lz_opts(64, 4 << i, 1);
 
 		names[i] = lz_name("ls");
 		ASSERT_EQ(1, lzchan_create(names[i], &o, LZCHAN_EXCL));
@@ -236,7 +225,7 @@ TEST(list)
 
 TEST(lanes)
 {
-	struct lzchan_opts o = opts(64, 16, 3);
+	struct lzchan_opts o = lz_opts(64, 16, 3);
 	struct lzchan_lane_stat ls[3];
 	struct lzchan *rx, *tx;
 	const char *n = lz_name("ln");
@@ -280,7 +269,7 @@ TEST(lanes)
 /* A parked receiver shows as parked; a send wakes it and is counted. */
 TEST(parked_and_wakeups)
 {
-	struct lzchan_opts o = opts(64, 16, 1);
+	struct lzchan_opts o = lz_opts(64, 16, 1);
 	struct lzchan_chan_stat st;
 	struct lzchan *tx;
 	const char *n = lz_name("pk");
@@ -326,7 +315,7 @@ TEST(hostile_files)
 {
 	struct lzchan_chan_stat st[16], s;
 	struct lzchan_lane_stat ls[4];
-	struct lzchan_opts o = opts(64, 16, 4);
+	struct lzchan_opts o = lz_opts(64, 16, 4);
 	const char *n = lz_name("ok");
 	char path[PATH_MAX], junk[8192], *copy;
 	struct stat sb;

@@ -83,6 +83,20 @@ static inline int lz_ioctl(int fd, unsigned long cmd, void *arg)
 }
 
 /* A name unique to this process and call. */
+/* Library options with this geometry, the rest default (needs lzchan.h). */
+#ifdef LZCHAN_H
+static inline struct lzchan_opts lz_opts(uint32_t size, uint32_t count, uint32_t senders)
+{
+	struct lzchan_opts o;
+
+	lzchan_opts_init(&o);
+	o.slot_size = size;
+	o.slot_count = count;
+	o.max_senders = senders;
+	return o;
+}
+#endif
+
 static inline const char *lz_name(const char *prefix)
 {
 	static char buf[8][LZCHAN_NAME_SIZE];

@@ -259,7 +259,7 @@ check "list shows a file that is not a channel with unknown geometry" \
 	eval 'rc_is 0 && out_has "^junk .* ? *? "'
 run recv junk --count 1
 check "recv of a file that is not a channel: says so and how to remove it" \
-	eval 'rc_is 1 && err_has "not a valid channel" && err_has "lzchan remove junk" && err_one_line'
+	eval 'rc_is 1 && err_has "(EPROTO)" && err_has "not a valid lzchan channel file" && err_has "lzchan remove junk" && err_one_line'
 LZCHAN_BACKEND=dev "$tool" list >"$out" 2>"$err"; s=$?
 check "LZCHAN_BACKEND=dev without the module: ENODEV, how to load it" \
 	eval '[ $s = 1 ] && err_has "(ENODEV)" && err_has "modprobe lzchan"'

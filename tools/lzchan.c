@@ -181,15 +181,6 @@ static void explain(const char *what, const char *name, int err, int need)
 		fail(what, err, "the receiver of '%s' left: start one with 'lzchan recv %s'",
 		     name ? name : "?", name ? name : "?");
 		return;
-	case EAGAIN:
-		if (name) {
-			fail(what, err, "'%s' in %s is not a valid channel (unfinished, or not "
-			     "a channel file): if it stays so, remove it with 'lzchan remove %s'",
-			     name, shm_dir(), name);
-			return;
-		}
-		fail(what, err, NULL);
-		return;
 	case EPROTO:
 		fail(what, err, "'%s' in %s is not a valid lzchan channel file: remove it "
 		     "with 'lzchan remove %s'", name ? name : "?", shm_dir(), name ? name : "?");

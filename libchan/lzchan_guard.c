@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * liblzchan: shm mappings that survive their file being cut short.
+ *
+ * A shm channel is a file that every party with write access may also
+ * truncate (or punch holes in, on a full file system).  A page of a shared
+ * mapping past the file's end, or one the file system cannot supply, kills
+ * whoever touches it with SIGBUS.  No OS mechanism stops a writer of a
+ * named tmpfs file from truncating it (seals need memfd_create), so the
+ * library contains the damage instead: a SIGBUS handler, installed when the
+ * first shm channel is mapped, recognises faults inside channel mappings,
+ * replaces the whole mapping with private zeroed memory (so the faulting
+ * access completes harmlessly), says "receiver gone" in the replacement's
+ * header (so the inline send path turns to the library) and marks the
+ * mapping lost.  From then on every call on the handle fails with -EIO:
+ * the loss is reported, never silent.  Faults anywhere else go to the
+ * handler that was there before (the default one kills, as it would have).
+ *
+ * The handler only reads the list of guarded mappings.  Entries are
+ * changed under a mutex and never freed, only reused, so a handler walking
+ * the list never follows a freed pointer; each has a sequence count, odd
+ * while it changes, so a handler never acts on a range half rewritten.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lzchan_internal.h"
+
+static struct __lzchan_guard *__lz_guards;	/* newest first */
+static pthread_mutex_t __lz_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t __lz_guard_once = PTHREAD_ONCE_INIT;
+static struct sigaction __lz_guard_old;
+static int __lz_guard_err;
+
+static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	struct __lzchan_guard *g;
+
+	/* Pairs with the release store of __lz_guards in __lzchan_guard_add():
+	 * an entry reached is fully written. */
+	for (g = __atomic_load_n(&__lz_guards, __ATOMIC_ACQUIRE); g; g = g->next) {
+		/* Pairs with the release increment that ends a change in
+		 * __lz_guard_set(). */
+		uint32_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
+		uintptr_t start = __atomic_load_n(&g->start, __ATOMIC_RELAXED);
+		size_t len = __atomic_load_n(&g->len, __ATOMIC_RELAXED);
+
+		/* Pairs with the release fence after the increment that
+		 * begins a change: the fields above predate it. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if ((seq & 1) || __atomic_load_n(&g->seq, __ATOMIC_RELAXED) != seq)
+			continue;	/* being changed: not a live range */
+		if (!start || a < start || a - start >= len)
+			continue;
+		if (mmap((void *)start, len, PROT_READ | PROT_WRITE,
+			 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			break;		/* cannot contain it: the old handler's turn */
+		if (g->hdr_off != SIZE_MAX) {
+			struct lzchan_shm_hdr *h = (void *)(start + g->hdr_off);
+
+			/* Read by the inline send path with acquire; nothing
+			 * else of the replacement matters. */
+			__atomic_store_n(&h->rx_status,
+					 LZCHAN_STATUS(UINT32_MAX, LZCHAN_RX_GONE),
+					 __ATOMIC_RELEASE);
+		}
+		/* Relaxed: read by the same or a later call on the handle. */
+		__atomic_store_n(&g->lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (__lz_guard_old.sa_flags & SA_SIGINFO) {
+		__lz_guard_old.sa_sigaction(sig, si, uc);
+	} else if (__lz_guard_old.sa_handler == SIG_DFL ||
+		   __lz_guard_old.sa_handler == SIG_IGN) {
+		/* Not ours: the access faults again once we return, now
+		 * with the default action, which kills as it always did. */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigaction(SIGBUS, &dfl, NULL);
+	} else {
+		__lz_guard_old.sa_handler(sig);
+	}
+}
+
+static void __lz_guard_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = __lz_guard_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &__lz_guard_old) < 0)
+		__lz_guard_err = -errno;
+}
+
+/* Rewrite entry @g under the sequence count (and __lz_guard_lock). */
+static void __lz_guard_set(struct __lzchan_guard *g, uintptr_t start, size_t len,
+			   size_t hdr_off)
+{
+	/* Odd: a handler that reads the fields below ignores the entry. */
+	__atomic_store_n(&g->seq, g->seq + 1, __ATOMIC_RELAXED);
+	/* Pairs with the handler's acquire fence: it sees the odd count or
+	 * the fields as they were. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&g->start, start, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->len, len, __ATOMIC_RELAXED);
+	g->hdr_off = hdr_off;
+	__atomic_store_n(&g->lost, 0, __ATOMIC_RELAXED);
+	/* Pairs with the handler's acquire load of seq: the fields are in
+	 * place before the even count says so. */
+	__atomic_store_n(&g->seq, g->seq + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Guard [start, start + len), a mapping of a shm channel file; @hdr_off is
+ * where its struct lzchan_shm_hdr lies in it (SIZE_MAX: none).  Returns the
+ * entry to pass to __lzchan_guard_retire(), or NULL with errno set.
+ * LZCHAN_NO_SIGBUS_GUARD=1 in the environment leaves SIGBUS alone (for
+ * programs with a SIGBUS handler of their own): the entry is still made,
+ * but a truncated file then kills as before.
+ */
+struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_off)
+{
+	const char *off = getenv("LZCHAN_NO_SIGBUS_GUARD");
+	struct __lzchan_guard *g;
+
+	if (!off || strcmp(off, "1")) {
+		pthread_once(&__lz_guard_once, __lz_guard_install);
+		if (__lz_guard_err) {
+			errno = -__lz_guard_err;
+			return NULL;
+		}
+	}
+	pthread_mutex_lock(&__lz_guard_lock);
+	for (g = __lz_guards; g; g = g->next)
+		if (!g->start)
+			break;
+	if (g) {
+		__lz_guard_set(g, (uintptr_t)start, len, hdr_off);
+	} else {
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			pthread_mutex_unlock(&__lz_guard_lock);
+			return NULL;
+		}
+		g->start = (uintptr_t)start;
+		g->len = len;
+		g->hdr_off = hdr_off;
+		g->next = __lz_guards;
+		/* Pairs with the handler's acquire load of the list head:
+		 * the entry is whole before it is reachable. */
+		__atomic_store_n(&__lz_guards, g, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&__lz_guard_lock);
+	return g;
+}
+
+/* Was the guarded mapping replaced (its file cut short under it)? */
+bool __lzchan_guard_lost(const struct __lzchan_guard *g)
+{
+	/* Relaxed: set by the SIGBUS handler, on this thread or earlier. */
+	return g && __atomic_load_n(&g->lost, __ATOMIC_RELAXED);
+}
+
+/* The mapping is about to be unmapped: stop guarding it.  The entry is
+ * kept for reuse (a handler may be reading it). */
+void __lzchan_guard_retire(struct __lzchan_guard *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&__lz_guard_lock);
+	__lz_guard_set(g, 0, 0, SIZE_MAX);
+	pthread_mutex_unlock(&__lz_guard_lock);
+}

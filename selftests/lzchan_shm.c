@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The shared-memory fallback against a buggy or hostile peer (host only):
+ * what the OS lets a party with write access to the channel file do to
+ * the others, and what the library makes of it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <lzchan.h>
+
+#include "kselftest_harness.h"
+#include "lzchan_test.h"
+
+/* A scratch LZCHAN_SHM_DIR for the test, on the shm backend. */
+static void shm_dir(struct __test_metadata *_metadata, char *dir, size_t len)
+{
+	snprintf(dir, len, "/dev/shm/lzchan-test.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	setenv("LZCHAN_SHM_DIR", dir, 1);
+	setenv("LZCHAN_BACKEND", "shm", 1);
+}
+
+static int files_in(const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * A channel is reserved in full when it is made: one that does not fit in
+ * its file system is refused there (ENOSPC), and one that fits never
+ * faults later for want of pages.
+ */
+TEST(channel_that_does_not_fit_is_refused_at_creation)
+{
+	char dir[] = "/tmp/lzchan-tmpfs.XXXXXX", buf[4096];
+	struct lzchan *rx, *tx, *rx2;
+	struct lzchan_opts o;
+	int i, r, sent = 0;
+
+	setenv("LZCHAN_BACKEND", "shm", 1);
+	if (unshare(CLONE_NEWNS) < 0)
+		SKIP(return, "no mount namespace (%s)", strerror(errno));
+	ASSERT_EQ(0, mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, mount("lzchan", dir, "tmpfs", 0, "size=4m")) TH_LOG("%s", strerror(errno));
+	setenv("LZCHAN_SHM_DIR", dir, 1);
+
+	/* 2 lanes of 4 MiB: twice the file system. */
+	o = lz_opts(4096, 1024, 2);
+	EXPECT_EQ(-ENOSPC, lzchan_open(&rx, "big", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	EXPECT_EQ(0, files_in(dir)) TH_LOG("a refused channel left its file");
+	/* 2 MiB fits; a second one no longer does. */
+	o = lz_opts(4096, 256, 2);
+	ASSERT_EQ(0, lzchan_open(&rx, "fits", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	EXPECT_EQ(-ENOSPC, lzchan_open(&rx2, "second", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	/* Every slot of the first, written and read. */
+	ASSERT_EQ(0, lzchan_open(&tx, "fits", LZCHAN_SENDER, NULL));
+	memset(buf, 'x', sizeof(buf));
+	while ((r = lzchan_send(tx, buf, 4096 - 8)) == 0)
+		sent++;
+	EXPECT_EQ(-EAGAIN, r);
+	EXPECT_EQ(256, sent);
+	for (i = 0; i < sent; i++)
+		ASSERT_EQ(4096 - 8, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	EXPECT_EQ(0, lzchan_unlink("fits"));
+	umount(dir);
+	rmdir(dir);
+}
+
+static void path_of(char *path, size_t len, const char *dir, const char *name)
+{
+	snprintf(path, len, "%s/lzchan.%s", dir, name);
+}
+
+/*
+ * A peer that cuts the channel file short kills nobody: every party that
+ * touches the lost memory gets -EIO from then on (never a silent
+ * success), whether it was sending, receiving, or parked waiting.
+ */
+TEST(truncated_channel_kills_nobody)
+{
+	char dir[64], path[128], buf[64], b;
+	struct lzchan *rx, *tx;
+	struct lzchan_opts o = lz_opts(64, 64, 4);
+	int go[2], ready[2], i, st;
+	pid_t sender, waiter;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "cut");
+	ASSERT_EQ(0, lzchan_open(&rx, "cut", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "cut", LZCHAN_SENDER, NULL));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, lzchan_send(tx, "m", 1));
+	ASSERT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	lzchan_close(rx);	/* another process's receiver takes over */
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+
+	/* The receiver, parked when the file is cut. */
+	waiter = fork();
+	ASSERT_LE(0, waiter);
+	if (!waiter) {
+		struct lzchan *r2;
+		int r;
+
+		if (lzchan_open(&r2, "cut", LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(20);
+		do
+			r = lzchan_recv_wait(r2, buf, sizeof(buf), NULL, 30LL * 1000000000);
+		while (r > 0);
+		lzchan_close(r2);
+		_exit(r == -EIO ? 0 : 21);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	/* A sender in another process, which sends again after the cut. */
+	sender = fork();
+	ASSERT_LE(0, sender);
+	if (!sender) {
+		struct lzchan *c;
+
+		if (lzchan_open(&c, "cut", LZCHAN_SENDER, NULL) || lzchan_send(c, "s", 1) ||
+		    write(ready[1], "s", 1) != 1)
+			_exit(10);
+		if (read(go[0], &b, 1) != 1)
+			_exit(11);
+		i = lzchan_send(c, "s", 1);
+		lzchan_close(c);
+		_exit(i == -EIO ? 0 : 12);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	usleep(100000);		/* the receiver parks */
+	ASSERT_EQ(0, truncate(path, 0));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+
+	EXPECT_EQ(-EIO, lzchan_send(tx, "m", 1));
+	EXPECT_EQ(-EIO, lzchan_send(tx, "m", 1));
+	lzchan_close(tx);
+	ASSERT_EQ(sender, waitpid(sender, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("sender: status %#x", st);
+	ASSERT_EQ(waiter, waitpid(waiter, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("parked receiver: status %#x", st);
+	/* A new open of the cut file says what it is. */
+	EXPECT_EQ(-EPROTO, lzchan_open(&tx, "cut", LZCHAN_SENDER, NULL));
+	lzchan_unlink("cut");
+	rmdir(dir);
+}
+
+/* A receiver that touches the channel after the cut gets -EIO. */
+TEST(truncated_channel_receiver)
+{
+	char dir[64], path[128], buf[64];
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	struct lzchan *rx, *tx;
+	struct lzchan_msg m;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "cutrx");
+	ASSERT_EQ(0, lzchan_open(&rx, "cutrx", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "cutrx", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "a", 1));
+	ASSERT_EQ(0, lzchan_send(tx, "b", 1));
+	ASSERT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	/* Cut to one page: the header survives, the lanes do not. */
+	ASSERT_EQ(0, truncate(path, sysconf(_SC_PAGESIZE)));
+	EXPECT_EQ(-EIO, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EIO, lzchan_peek(rx, &m));
+	EXPECT_EQ(-EIO, lzchan_recv_wait(rx, buf, sizeof(buf), NULL, 1000000));
+	EXPECT_EQ(-EIO, lzchan_send(tx, "c", 1));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink("cutrx");
+	rmdir(dir);
+}
+
+/*
+ * Whatever else sits at a channel's name is not a channel: -EPROTO at once
+ * (no waiting for a creator: channels are published whole).  Creating
+ * over such a file of the caller's replaces it; over anything else, or
+ * another user's file, it is -EPROTO too -- never "already exists".
+ */
+TEST(not_a_channel)
+{
+	static const char *const kinds[] = { "empty", "garbage", "fifo", "symlink", "dir" };
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	char dir[64], path[128], junk[8192];
+	struct lzchan *ch, *tx;
+	unsigned int k;
+	int fd, r;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	memset(junk, 0x5a, sizeof(junk));
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		const char *n = kinds[k];
+		int creatable = k < 2;	/* regular files of ours */
+
+		path_of(path, sizeof(path), dir, n);
+		switch (k) {
+		case 0:
+		case 1:
+			fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+			ASSERT_LE(0, fd);
+			if (k == 1)
+				ASSERT_EQ((ssize_t)sizeof(junk), write(fd, junk, sizeof(junk)));
+			close(fd);
+			break;
+		case 2:
+			ASSERT_EQ(0, mkfifo(path, 0600));
+			break;
+		case 3:
+			ASSERT_EQ(0, symlink("/etc/passwd", path));
+			break;
+		case 4:
+			ASSERT_EQ(0, mkdir(path, 0700));
+			break;
+		}
+		r = lzchan_open(&ch, n, LZCHAN_SENDER, NULL);
+		EXPECT_EQ(-EPROTO, r) TH_LOG("%s: open as sender gave %d", n, r);
+		r = lzchan_open(&ch, n, LZCHAN_RECEIVER, NULL);
+		EXPECT_EQ(-EPROTO, r) TH_LOG("%s: open as receiver gave %d", n, r);
+		r = lzchan_create(n, &o, LZCHAN_EXCL);
+		EXPECT_EQ(-EEXIST, r) TH_LOG("%s: exclusive create gave %d", n, r);
+		if (!creatable) {
+			r = lzchan_create(n, &o, 0);
+			EXPECT_EQ(-EPROTO, r) TH_LOG("%s: create gave %d", n, r);
+			r = lzchan_open(&ch, n, LZCHAN_RECEIVER | LZCHAN_CREATE, &o);
+			EXPECT_EQ(-EPROTO, r) TH_LOG("%s: open-create gave %d", n, r);
+			if (k == 4)
+				rmdir(path);
+			else
+				unlink(path);
+			continue;
+		}
+		/* Ours: made into a channel, which then works. */
+		if (k == 0) {
+			EXPECT_EQ(1, lzchan_create(n, &o, 0));
+		}
+		ASSERT_EQ(0, lzchan_open(&ch, n, LZCHAN_RECEIVER | LZCHAN_CREATE, &o))
+			TH_LOG("%s", n);
+		ASSERT_EQ(0, lzchan_open(&tx, n, LZCHAN_SENDER, NULL));
+		ASSERT_EQ(0, lzchan_send(tx, "ok", 2));
+		EXPECT_EQ(2, lzchan_recv(ch, junk, sizeof(junk), NULL));
+		lzchan_close(tx);
+		lzchan_close(ch);
+		EXPECT_EQ(0, lzchan_unlink(n));
+	}
+	EXPECT_EQ(0, files_in(dir));
+	rmdir(dir);
+}
+
+/* Only faults in channel memory are caught: any other SIGBUS still kills. */
+TEST(other_sigbus_still_kills)
+{
+	char dir[64], path[128];
+	struct lzchan_opts o = lz_opts(64, 64, 1);
+	struct lzchan *rx;
+	pid_t pid;
+	int st;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(0, lzchan_open(&rx, "other", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	snprintf(path, sizeof(path), "%s/not-a-channel", dir);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = open(path, O_RDWR | O_CREAT, 0600);
+		volatile char *p;
+
+		if (fd < 0 || ftruncate(fd, 4096))
+			_exit(1);
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED || ftruncate(fd, 0))
+			_exit(2);
+		p[0] = 1;
+		_exit(3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS) TH_LOG("status %#x", st);
+	unlink(path);
+	lzchan_close(rx);
+	lzchan_unlink("other");
+	rmdir(dir);
+}
+
+TEST_HARNESS_MAIN
