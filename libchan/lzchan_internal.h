@@ -71,7 +71,7 @@ struct lzchan {
 
 	/* sender */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
-	uint32_t full_streak;		/* sends in a row that found no room */
+	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
 
 	/* receiver */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */

@@ -88,10 +88,11 @@ void __lzchan_tx_init(struct lzchan *ch)
 	ch->f.stat_bytes = __lz_load(&ch->f.tx->bytes);
 }
 
-/* Full-ring sends between two looks at a shm receiver's lock: the look is
- * a system call, and a sender spinning on a full ring must not turn every
- * retry into one (that slows the very receiver it waits for). */
-#define FULL_LIVENESS_EVERY	256
+/* Time between two looks at a shm receiver's lock from a full ring: the
+ * look is a system call, and a sender spinning on a full ring must not turn
+ * every retry into one (that slows the very receiver it waits for); by time,
+ * so that a sender retrying slowly learns at its next retry. */
+#define FULL_LIVENESS_NS	1000000ULL
 
 static int __lz_tx_full(struct lzchan *ch)
 {
@@ -101,13 +102,18 @@ static int __lz_tx_full(struct lzchan *ch)
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
 		return -EPIPE;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
-	 * its lock tells the truth.  Looked at every FULL_LIVENESS_EVERY full
-	 * sends in a row (a ring that is full only briefly costs nothing). */
+	 * its lock tells the truth.  Looked at when the ring is found full
+	 * and FULL_LIVENESS_NS have passed since the last look. */
 	if (ch->backend == LZCHAN_BACKEND_SHM &&
-	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
-	    ++ch->full_streak % FULL_LIVENESS_EVERY == 0 &&
-	    __lzchan_shm_rx_alive(ch) == 0)
-		return -EPIPE;
+	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED) {
+		uint64_t now = __lzchan_now_ns();
+
+		if (now - ch->last_rx_look_ns >= FULL_LIVENESS_NS) {
+			ch->last_rx_look_ns = now;
+			if (__lzchan_shm_rx_alive(ch) == 0)
+				return -EPIPE;
+		}
+	}
 	return -EAGAIN;
 }
 
@@ -121,10 +127,8 @@ static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 	/* Pairs with the receiver's release store of head in
 	 * __lz_rx_publish(): it has finished reading what it released. */
 	ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
-	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count) {
-		ch->full_streak = 0;
+	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count)
 		return 0;
-	}
 	return __lz_tx_full(ch);
 }
 

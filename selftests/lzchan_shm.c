@@ -269,6 +269,48 @@ TEST(not_a_channel)
 	rmdir(dir);
 }
 
+/*
+ * A receiver killed while the ring is full: a sender that retries slowly
+ * learns at its next retry, not after hundreds (the receiver's lock is
+ * looked at by time, at most every millisecond, not every 256 retries).
+ */
+TEST(dead_receiver_seen_at_the_next_retry)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	int ready[2], i, r;
+	struct lzchan *tx;
+	char dir[64], b;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_create("dead", &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *rx;
+
+		if (lzchan_open(&rx, "dead", LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, lzchan_open(&tx, "dead", LZCHAN_SENDER, NULL));
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, lzchan_send(tx, "x", 1));
+	EXPECT_EQ(-EAGAIN, lzchan_send(tx, "x", 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	/* The next retry, once the look is due. */
+	usleep(2000);
+	r = lzchan_send(tx, "x", 1);
+	EXPECT_EQ(-EPIPE, r);
+	lzchan_close(tx);
+	lzchan_unlink("dead");
+	rmdir(dir);
+}
+
 /* Only faults in channel memory are caught: any other SIGBUS still kills. */
 TEST(other_sigbus_still_kills)
 {
