@@ -42,6 +42,10 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 	uintptr_t a = (uintptr_t)si->si_addr;
 	struct __lzchan_guard *g;
 
+	/* Only a fault has an address: a SIGBUS sent by kill() or sigqueue()
+	 * (si_code <= 0) goes to the old handler as it is. */
+	if (si->si_code <= 0)
+		goto not_ours;
 	/* Pairs with the release store of __lz_guards in __lzchan_guard_add():
 	 * an entry reached is fully written. */
 	for (g = __atomic_load_n(&__lz_guards, __ATOMIC_ACQUIRE); g; g = g->next) {
@@ -74,17 +78,22 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		__atomic_store_n(&g->lost, 1, __ATOMIC_RELAXED);
 		return;
 	}
+not_ours:
 	if (__lz_guard_old.sa_flags & SA_SIGINFO) {
 		__lz_guard_old.sa_sigaction(sig, si, uc);
-	} else if (__lz_guard_old.sa_handler == SIG_DFL ||
-		   __lz_guard_old.sa_handler == SIG_IGN) {
-		/* Not ours: the access faults again once we return, now
-		 * with the default action, which kills as it always did. */
+	} else if (__lz_guard_old.sa_handler == SIG_IGN) {
+		return;
+	} else if (__lz_guard_old.sa_handler == SIG_DFL) {
+		/* The default action, as if we were not here: a fault
+		 * faults again once we return, a sent signal is raised
+		 * again (blocked until we return); either kills. */
 		struct sigaction dfl;
 
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
 		sigaction(SIGBUS, &dfl, NULL);
+		if (si->si_code <= 0)
+			raise(SIGBUS);
 	} else {
 		__lz_guard_old.sa_handler(sig);
 	}

@@ -958,8 +958,8 @@ static void __lz_rx_scan(struct lzchan *ch)
  * look from running dry -- else the end of a quiet lane (one we may have
  * stopped polling) would wait for an idle moment, and its lane, which
  * only our acknowledgement frees, would refuse new senders until then.
- * Until no end is owed, each full look serves closed lanes first: their
- * last messages, then their ends.
+ * Until no end is owed, each full look reports the ends of closed lanes
+ * that are drained; their last messages are served in turn, like any.
  */
 static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
 {
@@ -969,23 +969,40 @@ static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
 
 	for (i = 0; i < ch->f.max_senders; i++) {
 		struct __lzchan_rxlane *rl = &ch->f.lanes[i];
-		uint64_t st;
-
-		if (rl->state == __LZ_RL_BROKEN) {
-			if (__lz_rx_broken_over(rl) && __lz_rx_broken(ch, i, m) == -EPIPE)
-				return -EPIPE;
-			continue;
-		}
-		if (rl->state == __LZ_RL_DONE)
-			continue;
 		/* Pairs with the release store of the lane status (module, a
 		 * shm sender's close or claim, our liveness CAS). */
-		st = __lz_load_acq(&rl->info->status);
-		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED &&
-		    (!rl->gen || LZCHAN_STATUS_GEN(st) == rl->gen))
+		uint64_t st = __lz_load_acq(&rl->info->status);
+
+		if (rl->state == __LZ_RL_BROKEN) {
+			if (__lz_rx_broken_over(rl)) {
+				if (__lz_rx_broken(ch, i, m) == -EPIPE)
+					return -EPIPE;
+			} else if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED) {
+				owed = true;	/* once its views are released */
+			}
 			continue;
+		}
+		if (rl->state == __LZ_RL_DONE) {
+			/* Its end was delivered; a new sender that took the
+			 * lane since is followed (its generation taken), and
+			 * owes its own end if it left again. */
+			if (LZCHAN_STATUS_GEN(st) == rl->gen)
+				continue;
+			__lz_active_add(ch, i);
+			if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED)
+				continue;
+		} else if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED &&
+			   (!rl->gen || LZCHAN_STATUS_GEN(st) == rl->gen)) {
+			continue;
+		}
 		owed = true;
 		__lz_active_add(ch, i);
+		/* Only its end here, once it is drained: its last messages
+		 * (and views) are served in their turn, like any lane's. */
+		if (rl->peek != rl->head ||
+		    /* Pairs with the sender's release store of seq. */
+		    __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1)
+			continue;
 		r = __lz_rx_lane(ch, i, m);
 		if (r != -EAGAIN)
 			return r;
@@ -1175,7 +1192,8 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	if (__lzchan_unlikely(ch->departed)) {
 		r = __lz_rx_departed(ch, m);
 		if (r != -EAGAIN) {
-			/* More may be owed: the next call looks again. */
+			/* An end: more may be owed, the next call looks
+			 * again (ends are few; messages are not served here). */
 			ch->f.fast_left = 0;
 			return r;
 		}

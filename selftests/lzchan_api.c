@@ -565,6 +565,12 @@ TEST(busy_receiver_frees_departed_lanes)
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	TH_LOG("killed: %d busy receives", busy_until(_metadata, &d, 1, 1));
 	EXPECT_EQ(-EUSERS, lzchan_open(&tx[0], d.p.name, LZCHAN_SENDER, NULL));
+	/* A second sender on a lane whose first end was delivered, quiet
+	 * too (a review found it overlooked). */
+	ASSERT_EQ(0, lzchan_geometry(d.extra[--d.nextra], &g));
+	d.ended[g.lane] = 0;
+	lzchan_close(d.extra[d.nextra]);
+	TH_LOG("reused lane: %d busy receives", busy_until(_metadata, &d, 1, 1));
 
 	for (i = 0; i < d.nextra; i++)
 		lzchan_close(d.extra[i]);

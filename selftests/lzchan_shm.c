@@ -339,6 +339,15 @@ TEST(other_sigbus_still_kills)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS) TH_LOG("status %#x", st);
+	/* Nor is a SIGBUS sent with kill() (it has no fault address). */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		kill(getpid(), SIGBUS);
+		_exit(3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS) TH_LOG("kill: status %#x", st);
 	unlink(path);
 	lzchan_close(rx);
 	lzchan_unlink("other");
