@@ -514,10 +514,7 @@ TEST(burnt_lanes_come_back)
 	char buf[64];
 	int round, r;
 
-	lzchan_opts_init(&o);
-	o.slot_size = 64;
-	o.slot_count = 128;
-	o.max_senders = BURN_LANES;
+	o = lz_opts(64, 128, BURN_LANES);
 	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
 	ASSERT_EQ(0, lzchan_geometry(rx, &g));
 	for (round = 0; round < 2; round++) {
@@ -563,10 +560,7 @@ TEST(burnt_lanes_new_receiver)
 	uint32_t lane, i;
 	char buf[64];
 
-	lzchan_opts_init(&o);
-	o.slot_size = 64;
-	o.slot_count = 128;
-	o.max_senders = BURN_LANES;
+	o = lz_opts(64, 128, BURN_LANES);
 	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
 	ASSERT_EQ(0, lzchan_geometry(rx, &g));
 	/* Lane 0: the first receiver sees the garbage, then leaves while
