@@ -14,7 +14,7 @@
 #                   or its parts: install-lib, install-tools, install-module
 #   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS
 
-VERSION		:= 0.2.0
+VERSION		:= 0.3.0
 SONAME		:= liblzchan.so.0
 CACHE		?= $(CURDIR)/.cache
 # The module is built for KDIR= when given, else for the running kernel

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define LZCHAN_VERSION_MAJOR	0
-#define LZCHAN_VERSION_MINOR	2
+#define LZCHAN_VERSION_MINOR	3
 
 /* Version of the library actually linked (may differ from the header's). */
 int lzchan_version_major(void);
@@ -251,7 +251,26 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
 	}
 }
 
-/* The library's entry points behind the inline functions (LZCHAN_0.2). */
+/*
+ * shm: a peer may cut the channel file short under us.  The library's
+ * SIGBUS handler then maps private zeroed memory over the channel and
+ * writes this rx_status into it, so an inline call that touched the lost
+ * memory finds it right after and reports the loss (-EIO) instead of a
+ * success that reached nobody.  A peer forging the value costs only a
+ * call: __lzchan_lost() asks the handler's own record.
+ */
+#define __LZCHAN_STATUS_LOST	LZCHAN_STATUS(0xffffffffU, LZCHAN_RX_GONE)
+static inline int __lzchan_cut(const struct __lzchan_fast *f)
+{
+	/* Relaxed: stored by the SIGBUS handler on this thread, during an
+	 * access before this one in program order. */
+	return __lzchan_unlikely(__atomic_load_n(&f->hdr->rx_status, __ATOMIC_RELAXED) ==
+				 __LZCHAN_STATUS_LOST);
+}
+
+/* The library's entry points behind the inline functions (LZCHAN_0.2;
+ * __lzchan_lost since LZCHAN_0.3). */
+int __lzchan_lost(struct lzchan *ch);
 int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int __lzchan_commit(struct lzchan *ch, size_t len);
@@ -468,7 +487,7 @@ static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER) && __lzchan_fast_room(f, len)) {
 		__lzchan_copy(__lzchan_fslot(f, f->slots, f->tail) + 1, buf, len);
 		__lzchan_fast_publish(ch, f, (uint32_t)len);
-		return 0;
+		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
 	}
 	return __lzchan_send(ch, buf, len);
 }
@@ -495,7 +514,7 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 			    !f->cont_any)) {
 		f->reserved = 0;
 		__lzchan_fast_publish(ch, f, (uint32_t)len);
-		return 0;
+		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
 	}
 	return __lzchan_commit(ch, len);
 }
@@ -542,6 +561,9 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 		if (__lzchan_likely(rl->peek == rl->head) && (h = __lzchan_fast_look(f, rl, &len)) &&
 		    __lzchan_likely(len <= cap && len <= LZCHAN_INLINE_MAX)) {
 			__lzchan_copy(buf, h + 1, len);
+			/* What was copied met the cut: -EIO, not the zeros. */
+			if (__lzchan_cut(f) && __lzchan_lost(ch))
+				return __lzchan_lost(ch);
 			f->fast_left--;
 			rl->peek = rl->head = rl->peek + 1;
 			rl->idle = 0;

@@ -68,10 +68,11 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		if (g->hdr_off != SIZE_MAX) {
 			struct lzchan_shm_hdr *h = (void *)(start + g->hdr_off);
 
-			/* Read by the inline send path with acquire; nothing
-			 * else of the replacement matters. */
-			__atomic_store_n(&h->rx_status,
-					 LZCHAN_STATUS(UINT32_MAX, LZCHAN_RX_GONE),
+			/* Read by the send paths with acquire (they turn to
+			 * the library, which says -EIO), and by __lzchan_cut()
+			 * after an access that may have faulted; nothing else
+			 * of the replacement matters. */
+			__atomic_store_n(&h->rx_status, __LZCHAN_STATUS_LOST,
 					 __ATOMIC_RELEASE);
 		}
 		/* Relaxed: read by the same or a later call on the handle. */

@@ -243,6 +243,22 @@ void __lzchan_tx_wake(struct lzchan *ch)
 		__lz_tx_ring_wake(ch);
 }
 
+/* -EIO if the handle's shm mapping was lost (its file cut short under
+ * us), else 0: asked after __lzchan_cut() saw the handler's mark. */
+int __lzchan_lost(struct lzchan *ch)
+{
+	return ch && __lzchan_guard_lost(ch->guard) ? -EIO : 0;
+}
+
+/* After touching channel memory: did that access meet a cut?  -EIO
+ * then, whatever @ret the call would have returned. */
+static inline int __lz_touched(struct lzchan *ch, int ret)
+{
+	int lost = __lzchan_cut(&ch->f) ? __lzchan_lost(ch) : 0;
+
+	return lost ? lost : ret;
+}
+
 static int __lz_tx_check(struct lzchan *ch, size_t len)
 {
 	if (!ch || ch->f.role != LZCHAN_SENDER)
@@ -329,7 +345,7 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
 		__lz_tx_notify(ch);
-		return 0;
+		return __lz_touched(ch, 0);
 	}
 	ret = __lz_tx_check(ch, len);
 
@@ -337,9 +353,9 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 		return ret;
 	ret = __lz_send_one(ch, buf, len);
 	if (ret)
-		return ret;
+		return __lz_touched(ch, ret);
 	__lz_tx_notify(ch);
-	return 0;
+	return __lz_touched(ch, 0);
 }
 
 int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
@@ -350,15 +366,20 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
 	for (i = 0; i < n; i++) {
-		if (__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len))
-			continue;
-		ret = __lz_tx_check(ch, msgs[i].iov_len);
-		if (ret)
-			break;
-		ret = __lz_send_one(ch, msgs[i].iov_base, msgs[i].iov_len);
+		if (!__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len)) {
+			ret = __lz_tx_check(ch, msgs[i].iov_len);
+			if (ret)
+				break;
+			ret = __lz_send_one(ch, msgs[i].iov_base, msgs[i].iov_len);
+			if (ret)
+				break;
+		}
+		/* This message met a cut: the ones before it went out. */
+		ret = __lz_touched(ch, 0);
 		if (ret)
 			break;
 	}
+	ret = __lz_touched(ch, ret);
 	if (i)
 		__lz_tx_notify(ch);
 	return i ? (int)i : ret;
@@ -383,7 +404,7 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 		return -EINVAL;
 	ret = __lz_tx_prepare(ch, __lz_slots_for(ch, len), &marker);
 	if (ret)
-		return ret;
+		return __lz_touched(ch, ret);
 	ch->f.reserved = true;
 	ch->f.resv_len = len;
 	*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
@@ -406,7 +427,7 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 		ch->f.reserved = false;
 		__lz_fast_publish(ch, (uint32_t)len);
 		__lz_tx_notify(ch);
-		return 0;
+		return __lz_touched(ch, 0);
 	}
 	/* Room for resv_len slots was checked; fewer need no new check but
 	 * the marker decision depends on where this message ends. */
@@ -415,7 +436,7 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 	ch->f.reserved = false;
 	__lz_tx_publish(ch, len, marker);
 	__lz_tx_notify(ch);
-	return 0;
+	return __lz_touched(ch, 0);
 }
 
 /* ==================== receiver ==================== */
@@ -1292,12 +1313,16 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 			 size_t cap)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[m->lane];
+	int ret;
 
 	if (m->len > cap) {
 		rl->peek = rl->head;	/* leave it in place */
 		return -EMSGSIZE;
 	}
 	memcpy(buf, m->data, m->len);
+	ret = __lz_touched(ch, 0);	/* the copy met a cut: not the zeros */
+	if (ret)
+		return ret;
 	lzchan_release(ch, m);
 	return m->len;
 }
@@ -1330,6 +1355,8 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	if (__lzchan_unlikely(raw > ch->f.slot_size - sizeof(*h) || raw > cap))
 		return __LZ_SLOW;
 	memcpy(buf, h + 1, raw);
+	if (__lzchan_unlikely(__lzchan_cut(&ch->f)))
+		return __LZ_SLOW;	/* met a cut: the general path says -EIO */
 	ch->f.fast_left--;
 	rl->peek = rl->head = pos + 1;
 	rl->idle = 0;

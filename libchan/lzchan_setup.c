@@ -881,12 +881,48 @@ fail:
 	return ret;
 }
 
+/*
+ * Closing a shm handle whose mapping was lost (lzchan_guard.c): its words
+ * would go to the private memory that replaced it, where no peer looks.
+ * Map the file's control areas again, if the file still holds them, and
+ * point the handle's header and lane statuses there, so that the close
+ * says CLOSED or GONE where the peers look.  Returns that mapping (to be
+ * unmapped, guarded like the first: the file may be cut again), or NULL.
+ */
+static void *__lzchan_shm_reach(struct lzchan *ch, size_t *len, struct __lzchan_guard **g)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = page + ch->layout.lanes_off;
+	struct stat st;
+	char *p;
+
+	if (fstat(ch->fd, &st) < 0 || (uint64_t)st.st_size < n)
+		return NULL;
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*g = __lzchan_guard_add(p, n, page + ch->layout.info_off);
+	if (!*g) {
+		munmap(p, n);
+		return NULL;
+	}
+	*len = n;
+	ch->f.hdr = (struct lzchan_shm_hdr *)(p + page + ch->layout.info_off);
+	ch->lane_info = (struct lzchan_shm_lane *)(p + page + ch->layout.info_off +
+						   ch->layout.info_lanes);
+	return p;
+}
+
 void lzchan_close(struct lzchan *ch)
 {
+	struct __lzchan_guard *reach_guard = NULL;
+	size_t reach_len = 0;
+	void *reach = NULL;
 	unsigned int i;
 
 	if (!ch)
 		return;
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr && __lzchan_guard_lost(ch->guard))
+		reach = __lzchan_shm_reach(ch, &reach_len, &reach_guard);
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr) {
 		/* The module does this for the dev backend when our file goes. */
 		if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
@@ -911,6 +947,10 @@ void lzchan_close(struct lzchan *ch)
 		}
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);
+	}
+	if (reach) {
+		__lzchan_guard_retire(reach_guard);
+		munmap(reach, reach_len);
 	}
 	for (i = 0; i < ch->nmaps; i++)
 		munmap(ch->maps[i], ch->map_lens[i]);

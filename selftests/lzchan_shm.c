@@ -194,6 +194,127 @@ TEST(truncated_channel_receiver)
 	rmdir(dir);
 }
 
+enum cut_way { CUT_SEND, CUT_COMMIT, CUT_BATCH, CUT_BIG_SEND, CUT_BIG_RECV };
+
+/* Message k of a cut test: its number, then a pattern (never zeros). */
+static void cut_fill(char *m, size_t len, uint32_t k)
+{
+	memset(m, 'a' + k % 26, len);
+	memcpy(m, &k, sizeof(k));
+}
+
+/*
+ * A channel whose file loses its last two pages (the end of its one lane)
+ * while in use, sent to and received from in @way.  Returns how many
+ * sends succeeded; *@got is how many messages came out whole before the
+ * receiver's error, which must be -EIO (and the sender's too).
+ */
+static int cut_run(struct __test_metadata *_metadata, const char *dir, enum cut_way way,
+		   int *got)
+{
+	size_t len = way >= CUT_BIG_SEND ? 1500 : 8;
+	struct lzchan_opts o = lz_opts(64, 256, 1);
+	char path[128], m[1500], r[1500];
+	struct iovec iov[256];
+	struct lzchan *rx, *tx;
+	int sent = 0, ret = 0, k;
+	struct stat st;
+	void *p;
+
+	path_of(path, sizeof(path), dir, "midcut");
+	ASSERT_EQ(0, lzchan_open(&rx, "midcut", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "midcut", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, stat(path, &st));
+	if (way == CUT_BIG_RECV) {	/* written before the cut, read after */
+		for (k = 0; k < 10; k++) {
+			cut_fill(m, len, k);
+			ASSERT_EQ(0, lzchan_send(tx, m, len));
+		}
+		sent = 10;
+	}
+	ASSERT_EQ(0, truncate(path, st.st_size - 2 * sysconf(_SC_PAGESIZE)));
+	switch (way) {
+	case CUT_SEND:
+	case CUT_BIG_SEND:
+		for (; sent < 256; sent++) {
+			cut_fill(m, len, sent);
+			ret = lzchan_send(tx, m, len);
+			if (ret)
+				break;
+		}
+		break;
+	case CUT_COMMIT:
+		for (; sent < 256; sent++) {
+			ret = lzchan_reserve(tx, len, &p);
+			if (ret)
+				break;
+			cut_fill(p, len, sent);	/* may be what meets the cut */
+			ret = lzchan_commit(tx, len);
+			if (ret)
+				break;
+		}
+		break;
+	case CUT_BATCH:
+		for (k = 0; k < 256; k++) {
+			iov[k].iov_base = malloc(len);
+			iov[k].iov_len = len;
+			cut_fill(iov[k].iov_base, len, k);
+		}
+		ret = lzchan_send_batch(tx, iov, 256);
+		ASSERT_LT(0, ret);
+		sent = ret;
+		ret = lzchan_send_batch(tx, iov, 1);
+		for (k = 0; k < 256; k++)
+			free(iov[k].iov_base);
+		break;
+	case CUT_BIG_RECV:
+		ret = lzchan_send(tx, m, len);
+		break;
+	}
+	EXPECT_EQ(-EIO, ret) TH_LOG("sender, after %d sends", sent);
+	/* Its close still tells the receiver (through the part of the file
+	 * that is left), which may not have been woken for the last sends. */
+	lzchan_close(tx);
+	for (*got = 0;; ++*got) {
+		ret = lzchan_recv(rx, r, sizeof(r), NULL);
+		if (ret < 0)
+			break;
+		cut_fill(m, len, *got);
+		ASSERT_EQ((int)len, ret);
+		EXPECT_EQ(0, memcmp(m, r, len)) TH_LOG("message %d came out changed", *got);
+	}
+	/* The cut met (-EIO), or the end of what was sent (-EPIPE): never
+	 * "nothing yet" for messages that will not come. */
+	EXPECT_TRUE(ret == -EIO || ret == -EPIPE)
+		TH_LOG("receiver: %d after %d messages", ret, *got);
+	lzchan_close(rx);
+	EXPECT_EQ(0, lzchan_unlink("midcut"));
+	return sent;
+}
+
+/*
+ * A cut in the middle of a lane: the send, commit or batch entry whose
+ * message met it says -EIO (not 0 for a message that reached nobody), and
+ * a receive whose copy met it says -EIO (not the zeros it read).  Every
+ * message reported sent is received whole, once, and the sender's close
+ * still reaches the receiver.
+ */
+TEST(cut_mid_lane_is_never_a_silent_success)
+{
+	static const char *const ways[] = { "send", "commit", "batch", "big send", "big recv" };
+	char dir[64];
+	int w, sent, got;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	for (w = CUT_SEND; w <= CUT_BIG_RECV; w++) {
+		sent = cut_run(_metadata, dir, w, &got);
+		if (w == CUT_BIG_RECV)
+			sent = 7;	/* of 10, the 8th crosses the cut */
+		EXPECT_EQ(sent, got) TH_LOG("%s: %d sent, %d received", ways[w], sent, got);
+	}
+	rmdir(dir);
+}
+
 /*
  * Whatever else sits at a channel's name is not a channel: -EPROTO at once
  * (no waiting for a creator: channels are published whole).  Creating

@@ -82,7 +82,7 @@ static const struct lzchan_chan_stat *in_list(const struct lzchan_chan_stat *st,
 TEST(version)
 {
 	EXPECT_EQ(0, lzchan_version_major());
-	EXPECT_EQ(2, lzchan_version_minor());
+	EXPECT_EQ(3, lzchan_version_minor());
 }
 
 TEST(create)
