@@ -555,15 +555,23 @@ static int __lzchan_shm_read_hdr(int fd, struct __lzchan_shm_file *hdr)
  * file of the caller's, remove it so that a channel can be made there:
  * left by a crash of an older library, or plain garbage.  Concurrent
  * repairers remove it once: each locks the file and removes the name only
- * if it still names that file.  0: gone (try again), -EPROTO: left alone
- * (another user's, or not a regular file).
+ * if it still names that file.  Checking and then unlinking the name
+ * would race with a channel published there in between (after another
+ * party's lzchan_unlink()), so the name is first moved aside to a private
+ * one, which nobody else can publish at, and checked there: the file we
+ * locked is unlinked, anything else is put back (never over a newer
+ * file).  0: gone (try again), -EPROTO: left alone (another user's, or
+ * not a regular file).
  */
 static int __lzchan_shm_repair(const char *path)
 {
 	struct flock fl = {
 		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE - 1, .l_len = 1,
 	};
+	static unsigned int seq;
 	struct __lzchan_shm_file hdr;
+	char aside[PATH_MAX];
+	const char *slash;
 	struct stat a, b;
 	int fd, ret = -EPROTO;
 
@@ -574,13 +582,32 @@ static int __lzchan_shm_repair(const char *path)
 		goto out;
 	if (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
 		goto out;
-	if (stat(path, &b) < 0 || b.st_dev != a.st_dev || b.st_ino != a.st_ino ||
-	    __lzchan_shm_read_hdr(fd, &hdr) == 0) {
-		ret = 0;	/* replaced meanwhile (or a channel after all): look again */
+	if (__lzchan_shm_read_hdr(fd, &hdr) == 0) {
+		ret = 0;	/* a channel after all: look again */
 		goto out;
 	}
-	if (unlink(path) == 0 || errno == ENOENT)
+	/* Beside the name, in the same directory (rename stays inside one
+	 * file system), not named like a channel (lzchan_list skips it).
+	 * The counter is relaxed: it only makes names unique, orders nothing. */
+	slash = strrchr(path, '/');
+	if (!slash || snprintf(aside, sizeof(aside), "%.*s/.lzchan-repair.%d.%u",
+			       (int)(slash - path), path, (int)getpid(),
+			       __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(aside))
+		goto out;
+	if (rename(path, aside) < 0) {
+		ret = errno == ENOENT ? 0 : -EPROTO;	/* gone meanwhile: look again */
+		goto out;
+	}
+	if (stat(aside, &b) == 0 && b.st_dev == a.st_dev && b.st_ino == a.st_ino) {
+		unlink(aside);		/* the file we locked and found no channel */
 		ret = 0;
+		goto out;
+	}
+	/* The name had been given to another file meanwhile: put it back,
+	 * unless yet another took the name; then that one stands. */
+	if (renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
+		unlink(aside);
+	ret = 0;
 out:
 	close(fd);
 	return ret;
