@@ -17,8 +17,8 @@
  * and a negative errno on failure; errno itself is never the error channel.
  * No global state: any number of channels may be open in one process.
  *
- * Threads: a handle belongs to one thread at a time; the library takes no
- * lock.  Many threads sending to one receiver each open their own sender
+ * Threads: a handle belongs to one thread at a time (lzchan_wake()
+ * excepted); the library takes no lock.  Many threads sending to one receiver each open their own sender
  * handle, hence their own lane -- per-thread endpoints, never a shared one
  * behind a lock.  The receiver's handle is likewise one thread's.
  */
@@ -123,7 +123,7 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 #endif
 
 /* As lzchan_send, waiting for room up to @timeout_ns (-1: forever):
- * -ETIMEDOUT when it runs out. */
+ * -ETIMEDOUT when it runs out, -EINTR on lzchan_wake() or a signal. */
 int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 		     int64_t timeout_ns);
 
@@ -299,9 +299,19 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap);
 
 /* As lzchan_recv, blocking: spin for the spin time, then park until a
- * message comes or @timeout_ns passes (-1: forever; -ETIMEDOUT). */
+ * message comes or @timeout_ns passes (-1: forever; -ETIMEDOUT).
+ * -EINTR: lzchan_wake() was called, or a signal handler ran while it was
+ * parked. */
 int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		     int64_t timeout_ns);
+
+/*
+ * Make a thread blocked in lzchan_recv_wait() or lzchan_send_wait() on @ch
+ * return -EINTR (if none is, the next such call that would block does).
+ * The one call that may be made on a handle another thread is using; it
+ * is async-signal-safe.  0, or -EBADF (NULL).  Since LZCHAN_0.3.
+ */
+int lzchan_wake(struct lzchan *ch);
 
 /*
  * Zero copy: the next message (any lane, or one lane) without copying; the

@@ -92,6 +92,9 @@ struct lzchan {
 	uint64_t departures_seen;	/* hdr->departures at our last look */
 	bool departed;			/* ends may be owed: __lz_rx_departed() */
 	uint32_t looks;			/* full looks since a departure sweep */
+
+	/* either role */
+	uint32_t wake_req;		/* lzchan_wake() called, not yet seen */
 };
 
 /*

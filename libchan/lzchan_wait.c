@@ -138,21 +138,66 @@ static int __lz_prepare_park(struct lzchan *ch)
 	return degraded ? 1 : 0;
 }
 
-static void __lz_sleep(struct lzchan *ch, uint64_t ns)
+/* Sleep until woken or @ns pass; -EINTR if a signal handler ran. */
+static int __lz_sleep(struct lzchan *ch, uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = ns / 1000000000ULL, .tv_nsec = ns % 1000000000ULL };
+	int r;
 
 	if (ch->backend == LZCHAN_BACKEND_DEV) {
 		struct pollfd p = { .fd = ch->evfd, .events = POLLIN };
 		uint64_t cnt;
 
-		if (ppoll(&p, 1, &ts, NULL) == 1 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+		r = ppoll(&p, 1, &ts, NULL);
+		if (r == 1 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
 			(void)0;	/* drained by someone: fine */
 	} else {
 		/* Returns at once if a sender woke us since wake_seen was
 		 * read, else at its wake or the timeout. */
-		syscall(SYS_futex, ch->wake_word, FUTEX_WAIT, ch->wake_seen, &ts, NULL, 0);
+		r = (int)syscall(SYS_futex, ch->wake_word, FUTEX_WAIT, ch->wake_seen, &ts, NULL, 0);
 	}
+	return r < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+/* Was lzchan_wake() called since we last looked?  Takes the request. */
+static inline bool __lz_woken(struct lzchan *ch)
+{
+	/* Relaxed test first (the common case: no request), then an acquire
+	 * exchange, pairing with the release store in lzchan_wake(). */
+	return __lzchan_unlikely(__lz_load(&ch->wake_req)) &&
+	       __atomic_exchange_n(&ch->wake_req, 0, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Make a thread blocked in lzchan_recv_wait() or lzchan_send_wait() on @ch
+ * return -EINTR; if none is blocked, the next such call that would block
+ * does.  Callable from any thread and from a signal handler (it makes only
+ * async-signal-safe system calls).
+ */
+int lzchan_wake(struct lzchan *ch)
+{
+	if (!ch)
+		return -EBADF;
+	/* Pairs with the acquire exchange in __lz_woken(). */
+	__atomic_store_n(&ch->wake_req, 1, __ATOMIC_RELEASE);
+	if (ch->f.role != LZCHAN_RECEIVER)
+		return 0;	/* lzchan_send_wait() sleeps 20 us at most */
+	if (ch->backend == LZCHAN_BACKEND_DEV) {
+		uint64_t one = 1;
+
+		/* The eventfd the receiver sleeps on (and an event loop waits
+		 * on: it sees the fd readable, as after any wake). */
+		if (ch->evfd >= 0 && write(ch->evfd, &one, sizeof(one)) < 0)
+			(void)0;	/* EAGAIN: the counter is full, so readable */
+	} else if (ch->wake_word) {
+		/* As a sender's wake.  Seq_cst, after the request: a receiver
+		 * whose acquire sample of wake_word (__lz_prepare_park()) sees
+		 * it also sees the request; one that samples before it has
+		 * its futex wait return at once. */
+		__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, ch->wake_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+	return 0;
 }
 
 int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
@@ -174,6 +219,8 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 					return r;
 				__lz_cpu_relax();
 			}
+			if (__lz_woken(ch))
+				return -EINTR;
 			now = __lzchan_now_ns();
 		}
 		if (now >= deadline)
@@ -189,8 +236,13 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 				ns = SHM_MAX_SLEEP_NS;
 			if (ch->backend == LZCHAN_BACKEND_DEV && ns > DEV_MAX_SLEEP_NS)
 				ns = DEV_MAX_SLEEP_NS;
-			__lz_sleep(ch, ns);
+			/* After the wake_word sample in __lz_prepare_park():
+			 * a request stored after this test is followed by a
+			 * wake that ends the sleep. */
+			r = __lz_woken(ch) ? -EINTR : __lz_sleep(ch, ns);
 			__lz_set_parked(ch, false);
+			if (r == -EINTR)
+				return r;
 		}
 		now = __lzchan_now_ns();
 	}
@@ -211,6 +263,8 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 		now = __lzchan_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
+		if (__lz_woken(ch))
+			return -EINTR;
 		/* The ring is full: the receiver is working.  Spin briefly,
 		 * then give it the CPU, then sleep a little. */
 		if (++tries < 64) {
@@ -220,7 +274,8 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 		} else {
 			struct timespec ts = { .tv_nsec = 20000 };
 
-			nanosleep(&ts, NULL);
+			if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
+				return -EINTR;
 		}
 	}
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -644,6 +645,102 @@ TEST(recv_wait_timeout_and_wakeup)
 	EXPECT_EQ(4, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 10000000000LL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	pair_close(&p);
+}
+
+struct blocked {
+	struct lzchan *ch;
+	int64_t timeout_ns;
+	int ret;
+	int done;
+};
+
+static void *block_in_recv_wait(void *arg)
+{
+	struct blocked *b = arg;
+	char buf[16];
+
+	b->ret = lzchan_recv_wait(b->ch, buf, sizeof(buf), NULL, b->timeout_ns);
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);	/* pairs with the main thread's acquire */
+	return NULL;
+}
+
+static void *block_in_send_wait(void *arg)
+{
+	struct blocked *b = arg;
+
+	b->ret = lzchan_send_wait(b->ch, "z", 1, b->timeout_ns);
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);	/* pairs with the main thread's acquire */
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A blocking call can be interrupted: lzchan_wake() from another thread
+ * (or before the call) makes it return -EINTR, and so does a signal
+ * handler that runs while it is parked -- even with SA_RESTART, as poll()
+ * does.  Messages already there come first.
+ */
+TEST(blocking_calls_interrupted)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	struct blocked b;
+	struct sigaction sa;
+	char buf[16];
+	struct pair p;
+	pthread_t t;
+	int i;
+
+	ASSERT_EQ(0, pair_open(&p, "intr", o));
+	EXPECT_EQ(-EBADF, lzchan_wake(NULL));
+	/* Asked before: the next wait returns at once, after any message. */
+	ASSERT_EQ(0, lzchan_wake(p.rx));
+	ASSERT_EQ(0, lzchan_send(p.tx, "a", 1));
+	EXPECT_EQ(1, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 10000000000LL));
+	EXPECT_EQ(-EINTR, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 10000000000LL));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(p.rx, buf, sizeof(buf), NULL, 1000000));
+
+	/* From another thread, while parked. */
+	b = (struct blocked){ .ch = p.rx, .timeout_ns = 10000000000LL };
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_recv_wait, &b));
+	usleep(100000);
+	EXPECT_EQ(0, __atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, lzchan_wake(p.rx));
+	pthread_join(t, NULL);
+	EXPECT_EQ(-EINTR, b.ret);
+
+	/* A signal, handled with SA_RESTART.  One that lands while the call
+	 * is between sleeps is not seen (lzchan_wake() from the handler is
+	 * the sure way), so signal until it returns. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	b = (struct blocked){ .ch = p.rx, .timeout_ns = 5000000000LL };
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_recv_wait, &b));
+	usleep(50000);
+	for (i = 0; i < 200 && !__atomic_load_n(&b.done, __ATOMIC_ACQUIRE); i++) {
+		pthread_kill(t, SIGUSR1);
+		usleep(20000);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(-EINTR, b.ret) TH_LOG("after %d signals", i);
+
+	/* A sender waiting for room. */
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, lzchan_send(p.tx, "f", 1));
+	b = (struct blocked){ .ch = p.tx, .timeout_ns = 10000000000LL };
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_send_wait, &b));
+	usleep(100000);
+	EXPECT_EQ(0, __atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, lzchan_wake(p.tx));
+	pthread_join(t, NULL);
+	EXPECT_EQ(-EINTR, b.ret);
+	signal(SIGUSR1, SIG_DFL);
 	pair_close(&p);
 }
 
