@@ -72,11 +72,13 @@ struct lzchan {
 	/* sender */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
 	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
+	uint64_t gone_held_ns;		/* shm: GONE said, receiver's lock found held */
 
 	/* receiver */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */
 	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
+	uint64_t *closed_held_ns;	/* shm, per lane: CLOSED said, lock found held */
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */
 	uint32_t wake_seen;		/* shm: wake_word before the last look */

@@ -94,12 +94,58 @@ void __lzchan_tx_init(struct lzchan *ch)
  * so that a sender retrying slowly learns at its next retry. */
 #define FULL_LIVENESS_NS	1000000ULL
 
+/*
+ * shm: how long a status word that says a party left, while that party's
+ * lock is held, is disbelieved without looking at the lock again.  The
+ * module writes statuses only itself; on shm anyone with write access can,
+ * so "gone" is believed only once the lock agrees (a closing party frees
+ * its lock right after storing it).  The look is a system call: bounded
+ * so that a forged word slows its victims, never stops them.
+ */
+#define STATUS_HELD_NS		100000ULL
+
+/* rx_status says GONE: is the receiver really gone? */
+static bool __lz_tx_rx_gone(struct lzchan *ch)
+{
+	uint64_t now;
+
+	if (ch->backend != LZCHAN_BACKEND_SHM)
+		return true;
+	now = __lzchan_now_ns();
+	if (ch->gone_held_ns && now - ch->gone_held_ns < STATUS_HELD_NS)
+		return false;
+	if (__lzchan_shm_rx_alive(ch) == 1) {
+		ch->gone_held_ns = now;	/* overwritten, or its close is under way */
+		return false;
+	}
+	return true;
+}
+
+/* Lane @i's status says CLOSED for its sender: is that sender really
+ * gone?  (See STATUS_HELD_NS.) */
+static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i)
+{
+	uint64_t now;
+
+	if (ch->backend != LZCHAN_BACKEND_SHM)
+		return true;
+	now = __lzchan_now_ns();
+	if (ch->closed_held_ns[i] && now - ch->closed_held_ns[i] < STATUS_HELD_NS)
+		return false;
+	if (__lzchan_shm_lane_alive(ch, i) == 1) {
+		ch->closed_held_ns[i] = now;	/* overwritten, or closing */
+		return false;
+	}
+	ch->closed_held_ns[i] = 0;
+	return true;
+}
+
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
 	uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
 
-	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
 	 * its lock tells the truth.  Looked at when the ring is found full
@@ -270,9 +316,13 @@ static int __lz_tx_check(struct lzchan *ch, size_t len)
 	/* Pairs with the release store of rx_status: a departed receiver
 	 * ends sending at once, not when the ring fills. */
 	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
-			      LZCHAN_RX_GONE))
+			      LZCHAN_RX_GONE)) {
 		/* shm: the file cut short under us says "gone" too. */
-		return __lzchan_guard_lost(ch->guard) ? -EIO : -EPIPE;
+		if (__lzchan_guard_lost(ch->guard))
+			return -EIO;
+		if (__lz_tx_rx_gone(ch))
+			return -EPIPE;
+	}
 	return 0;
 }
 
@@ -522,7 +572,8 @@ static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
 		if (rl->state == __LZ_RL_DONE)
 			rl->state = __LZ_RL_IDLE;
 	}
-	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE)
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE &&
+	    __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes)))
 		return true;
 	seq = __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq);
 	return seq == rl->peek + 1;
@@ -671,6 +722,11 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	}
 	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->state == __LZ_RL_DONE)
 		return -EAGAIN;
+	/* shm: a CLOSED its sender's lock denies is not an end (yet). */
+	if (!__lz_rx_sender_gone(ch, i)) {
+		ch->departed = true;	/* look again (__lz_rx_departed()) */
+		return -EAGAIN;
+	}
 
 	/* Closed: one more look now that its last stores are visible. */
 	r = __lz_rx_look(ch, rl, &pos, m);

@@ -192,7 +192,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		ch->f.lanes = calloc(ch->f.max_senders, sizeof(*ch->f.lanes));
 		ch->f.active = calloc(ch->f.max_senders, sizeof(*ch->f.active));
 		ch->bell_seen = calloc(ch->bell_words, sizeof(*ch->bell_seen));
-		if (!ch->f.lanes || !ch->f.active || !ch->bell_seen)
+		ch->closed_held_ns = calloc(ch->f.max_senders, sizeof(*ch->closed_held_ns));
+		if (!ch->f.lanes || !ch->f.active || !ch->bell_seen || !ch->closed_held_ns)
 			return -ENOMEM;
 		for (i = 0; i < ch->f.max_senders; i++) {
 			char *lane = base ? base + l->lanes_off + i * l->lane_stride :
@@ -959,10 +960,15 @@ void lzchan_close(struct lzchan *ch)
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
+			/* Senders believe GONE only once our lock is free
+			 * (anyone can write the word): free it now rather than
+			 * at close(). */
+			__lzchan_unlock(ch->fd, LOCK_BASE);
 		} else if (ch->f.role == LZCHAN_SENDER && ch->f.tx &&
 			   ch->lane != LZCHAN_LANE_NONE) {
 			__u64 *status = &ch->lane_info[ch->lane].status;
 			uint64_t st = __lz_load(status);
+			uint32_t parked;
 
 			/* Pairs with the receiver's acquire load of the lane
 			 * status: our last messages are visible before CLOSED. */
@@ -971,6 +977,16 @@ void lzchan_close(struct lzchan *ch)
 			/* Pairs with the receiver's acquire load of departures
 			 * in __lz_rx_bell(): it follows the status above. */
 			__atomic_fetch_add(&ch->f.hdr->departures, 1, __ATOMIC_RELEASE);
+			/* The receiver believes CLOSED only once our lock is
+			 * free: free it, then wake a receiver that parked
+			 * meanwhile.  Relaxed: the unlock and the receiver's
+			 * lock test meet under the kernel's lock; one that saw
+			 * the lock held had stored parked before (and issued
+			 * its heavy barrier), so this load sees it. */
+			__lzchan_unlock(ch->fd, LOCK_BASE + 1 + ch->lane);
+			parked = __lz_load(&ch->f.rx->parked);
+			if (parked & 1)
+				__lzchan_wake(ch, parked);
 		}
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);
@@ -993,6 +1009,7 @@ void lzchan_close(struct lzchan *ch)
 	free(ch->f.lanes);
 	free(ch->f.active);
 	free(ch->bell_seen);
+	free(ch->closed_held_ns);
 	free(ch->cont);
 	free(ch);
 }

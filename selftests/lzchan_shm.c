@@ -316,6 +316,104 @@ TEST(cut_mid_lane_is_never_a_silent_success)
 }
 
 /*
+ * The control words of a channel file, mapped as a hostile peer would:
+ * the library's header page, then the channel areas as LZCHAN_IOC_INFO
+ * lays them out (info area first: struct lzchan_shm_hdr, then one struct
+ * lzchan_shm_lane per lane).
+ */
+struct forger {
+	void *map;
+	size_t len;
+	struct lzchan_shm_hdr *hdr;
+	struct lzchan_shm_lane *lanes;
+};
+
+static void forger_map(struct __test_metadata *_metadata, struct forger *f, const char *path)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = open(path, O_RDWR);
+
+	ASSERT_LE(0, fd);
+	f->len = 2 * page;
+	f->map = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, f->map);
+	f->hdr = (struct lzchan_shm_hdr *)((char *)f->map + page);
+	ASSERT_EQ(LZCHAN_SHM_MAGIC, f->hdr->magic);
+	f->lanes = (struct lzchan_shm_lane *)(f->hdr + 1);
+}
+
+/*
+ * Defect 4: one overwritten status word made a live sender's lane end
+ * (-EPIPE, and its later messages never read) and a live receiver look
+ * gone to its senders.  "Gone" is now believed only when the party's lock
+ * agrees; the real close and death still end things.
+ */
+TEST(overwritten_status_is_checked_against_the_lock)
+{
+	struct lzchan_opts o = lz_opts(64, 256, 2);
+	char dir[64], path[128], buf[64];
+	uint64_t st, rx_st;
+	struct lzchan *rx, *tx;
+	struct forger f;
+	uint32_t lane;
+	int i, r;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "forged");
+	ASSERT_EQ(0, lzchan_open(&rx, "forged", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "forged", LZCHAN_SENDER, NULL));
+	forger_map(_metadata, &f, path);
+	for (i = 0; i < 100; i++)
+		ASSERT_EQ(0, lzchan_send(tx, &i, sizeof(i)));
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ((int)sizeof(i), lzchan_recv(rx, buf, sizeof(buf), NULL));
+
+	/* The sender's lane says CLOSED; it is alive. */
+	st = f.lanes[0].status;
+	f.lanes[0].status = LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED);
+	for (; i < 100; i++) {
+		ASSERT_EQ((int)sizeof(i), lzchan_recv(rx, buf, sizeof(buf), NULL));
+		EXPECT_EQ(0, memcmp(buf, &i, sizeof(i)));
+	}
+	for (r = 0; r < 1000; r++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), NULL)) TH_LOG("at %d", r);
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(rx, buf, sizeof(buf), NULL, 20000000));
+	for (; i < 150; i++)
+		ASSERT_EQ(0, lzchan_send(tx, &i, sizeof(i)));
+	for (i = 100; i < 150; i++) {
+		ASSERT_EQ((int)sizeof(i), lzchan_recv(rx, buf, sizeof(buf), NULL)) TH_LOG("message %d", i);
+		EXPECT_EQ(0, memcmp(buf, &i, sizeof(i)));
+	}
+
+	/* The receiver says GONE; it is alive. */
+	rx_st = f.hdr->rx_status;
+	f.hdr->rx_status = LZCHAN_STATUS(LZCHAN_STATUS_GEN(rx_st), LZCHAN_RX_GONE);
+	for (i = 0; i < 300; i++) {
+		r = lzchan_send(tx, &i, sizeof(i));
+		ASSERT_EQ(0, r) TH_LOG("send %d", i);
+		ASSERT_EQ((int)sizeof(i), lzchan_recv(rx, buf, sizeof(buf), NULL));
+		EXPECT_EQ(0, memcmp(buf, &i, sizeof(i)));
+	}
+	f.hdr->rx_status = rx_st;
+
+	/* The real close still ends the lane, at once, lane 0. */
+	ASSERT_EQ(0, lzchan_send(tx, "e", 1));
+	lzchan_close(tx);
+	EXPECT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(-EPIPE, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(0, lane);
+	/* And the real departure of the receiver ends sending. */
+	ASSERT_EQ(0, lzchan_open(&tx, "forged", LZCHAN_SENDER, NULL));
+	lzchan_close(rx);
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "x", 1));
+	lzchan_close(tx);
+	munmap(f.map, f.len);
+	lzchan_unlink("forged");
+	rmdir(dir);
+}
+
+/*
  * Whatever else sits at a channel's name is not a channel: -EPROTO at once
  * (no waiting for a creator: channels are published whole).  Creating
  * over such a file of the caller's replaces it; over anything else, or
