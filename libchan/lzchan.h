@@ -127,6 +127,15 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 		     int64_t timeout_ns);
 
+/*
+ * Wait up to @timeout_ns (-1: forever) until the receiver has taken every
+ * message sent on this handle.  0; -ENOTCONN (no receiver has attached yet:
+ * the messages wait for the first), -EPIPE (the receiver left, or died,
+ * before taking them), -ETIMEDOUT, -EINTR (lzchan_wake() or a signal),
+ * -EIO, -EBADF.  Since LZCHAN_0.3.
+ */
+int lzchan_flush(struct lzchan *ch, int64_t timeout_ns);
+
 /* Send @n messages, one per iovec; returns how many were sent (the first
  * failure stops the batch), or a negative errno if none was. */
 int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n);
@@ -306,8 +315,9 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		     int64_t timeout_ns);
 
 /*
- * Make a thread blocked in lzchan_recv_wait() or lzchan_send_wait() on @ch
- * return -EINTR (if none is, the next such call that would block does).
+ * Make a thread blocked in lzchan_recv_wait(), lzchan_send_wait() or
+ * lzchan_flush() on @ch return -EINTR (if none is, the next such call that
+ * would block does).
  * The one call that may be made on a handle another thread is using; it
  * is async-signal-safe.  0, or -EBADF (NULL).  Since LZCHAN_0.3.
  */

@@ -32,6 +32,14 @@ enum {
 				 * until its sender has gone, then ended */
 };
 
+/* What the receiver doubts about a lane's sender (lzchan_ring.c). */
+struct __lzchan_rxwatch {
+	uint64_t closed_held_ns;	/* shm: CLOSED said, lock found held */
+	uint64_t stall_ns;		/* 0, or since when the sender claims more
+					 * than is ready at stall_pos */
+	uint32_t stall_pos;
+};
+
 /* A guarded shm mapping (lzchan_guard.c). */
 struct __lzchan_guard {
 	uint32_t seq;			/* odd while the entry changes */
@@ -78,7 +86,7 @@ struct lzchan {
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */
 	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
-	uint64_t *closed_held_ns;	/* shm, per lane: CLOSED said, lock found held */
+	struct __lzchan_rxwatch *watch;	/* per lane: doubts about its sender */
 	uint32_t bell_words;
 	uint32_t parked;		/* our copy of rx->parked */
 	uint32_t wake_seen;		/* shm: wake_word before the last look */
@@ -147,6 +155,15 @@ void __lzchan_rx_publish_all(struct lzchan *ch);
 bool __lzchan_rx_pending(struct lzchan *ch);
 void __lzchan_tx_init(struct lzchan *ch);
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
+
+/* Was lzchan_wake() called since we last looked?  Takes the request. */
+static inline bool __lzchan_woken(struct lzchan *ch)
+{
+	/* Relaxed test first (the common case: no request), then an acquire
+	 * exchange, pairing with the release store in lzchan_wake(). */
+	return __lzchan_unlikely(__lz_load(&ch->wake_req)) &&
+	       __atomic_exchange_n(&ch->wake_req, 0, __ATOMIC_ACQUIRE);
+}
 
 static inline struct lzchan_slot_hdr *__lzchan_slot(const struct lzchan *ch,
 						    const char *slots, uint32_t pos)

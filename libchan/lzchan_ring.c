@@ -23,6 +23,8 @@
  * the receiver goes idle.
  */
 #include <errno.h>
+#include <time.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,14 +132,56 @@ static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i)
 	if (ch->backend != LZCHAN_BACKEND_SHM)
 		return true;
 	now = __lzchan_now_ns();
-	if (ch->closed_held_ns[i] && now - ch->closed_held_ns[i] < STATUS_HELD_NS)
+	if (ch->watch[i].closed_held_ns && now - ch->watch[i].closed_held_ns < STATUS_HELD_NS)
 		return false;
 	if (__lzchan_shm_lane_alive(ch, i) == 1) {
-		ch->closed_held_ns[i] = now;	/* overwritten, or closing */
+		ch->watch[i].closed_held_ns = now;	/* overwritten, or closing */
 		return false;
 	}
-	ch->closed_held_ns[i] = 0;
+	ch->watch[i].closed_held_ns = 0;
 	return true;
+}
+
+/*
+ * A stalled lane: the sender says (tx->tail) it has written past @pos,
+ * but nothing is ready at @pos.  An honest sender stores tail after the
+ * message's seq, so this lasts no longer than a store takes to be seen;
+ * an overwritten seq word (or any garbage over the lane) makes it last for
+ * ever, with the sender then blocked on a full ring.  Such a lane is
+ * reported (-EBADMSG) and abandoned like one holding garbage, never waited
+ * on: at once for a sender that has gone (its last stores are visible),
+ * after STALL_NS for one still there.
+ */
+#define STALL_NS		10000000ULL
+
+static bool __lz_rx_claims_more(struct lzchan *ch, const struct __lzchan_rxlane *rl,
+				uint32_t pos)
+{
+	const struct lzchan_shm_tx *tx = (const void *)(rl->slots - ch->layout.lane_slots);
+	/* Relaxed: only compared; a gone sender's is ordered by the acquire
+	 * of its CLOSED status, a live one's is given STALL_NS to agree. */
+	uint32_t tail = __lz_load(&tx->tail);
+
+	return (uint32_t)(tail - pos - 1) < ch->f.slot_count;
+}
+
+static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
+{
+	struct __lzchan_rxwatch *w = &ch->watch[i];
+	uint64_t now;
+
+	if (!__lz_rx_claims_more(ch, &ch->f.lanes[i], pos)) {
+		w->stall_ns = 0;
+		return false;
+	}
+	now = __lzchan_now_ns();
+	if (!w->stall_ns || w->stall_pos != pos) {
+		w->stall_ns = now;
+		w->stall_pos = pos;
+	}
+	/* Keep polling it (no sleepy lane) until the verdict. */
+	ch->f.lanes[i].idle = 0;
+	return now - w->stall_ns >= STALL_NS;
 }
 
 static int __lz_tx_full(struct lzchan *ch)
@@ -406,6 +450,59 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 		return __lz_touched(ch, ret);
 	__lz_tx_notify(ch);
 	return __lz_touched(ch, 0);
+}
+
+/*
+ * Wait until the receiver has taken every message sent on @ch: its
+ * published head reaches our tail (a receiver publishes it exactly when it
+ * catches up, and before it parks).
+ */
+int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
+{
+	uint64_t start = __lzchan_now_ns(), now = start, deadline, look = 0;
+	unsigned int tries = 0;
+
+	if (!ch || ch->f.role != LZCHAN_SENDER)
+		return -EBADF;
+	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
+	for (;;) {
+		/* Pairs with the release store of rx_status. */
+		uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
+
+		if (__lzchan_guard_lost(ch->guard))
+			return -EIO;
+		/* Pairs with the receiver's release store of head: it has
+		 * read what it released. */
+		if (__lz_load_acq(&ch->f.my_rxl->head) == ch->f.tail)
+			return 0;
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE)
+			return -ENOTCONN;	/* they wait for the first receiver */
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
+			return -EPIPE;
+		/* shm: a receiver that died leaves ATTACHED behind. */
+		if (ch->backend == LZCHAN_BACKEND_SHM &&
+		    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
+		    now - look >= FULL_LIVENESS_NS) {
+			look = now;
+			if (__lzchan_shm_rx_alive(ch) == 0)
+				return -EPIPE;
+		}
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (__lzchan_woken(ch))
+			return -EINTR;
+		if (++tries < 64) {
+			sched_yield();
+		} else {
+			/* 20 us, growing to 1 ms: a receiver that takes long
+			 * is not polled hard. */
+			struct timespec ts = { .tv_nsec = tries < 1000 ? 20000 : 1000000 };
+
+			if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
+				return -EINTR;
+		}
+		now = __lzchan_now_ns();
+	}
 }
 
 int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
@@ -720,8 +817,10 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 			return -EPIPE;
 		}
 	}
-	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->state == __LZ_RL_DONE)
+	if (rl->state == __LZ_RL_DONE)
 		return -EAGAIN;
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED)
+		return __lz_rx_stalled(ch, i, pos) ? -EBADMSG : -EAGAIN;
 	/* shm: a CLOSED its sender's lock denies is not an end (yet). */
 	if (!__lz_rx_sender_gone(ch, i)) {
 		ch->departed = true;	/* look again (__lz_rx_departed()) */
@@ -732,6 +831,9 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	r = __lz_rx_look(ch, rl, &pos, m);
 	if (r)
 		return r > 0 ? 1 : r;
+	/* It said it wrote more than is there: not a clean end. */
+	if (__lz_rx_claims_more(ch, rl, pos))
+		return -EBADMSG;
 	rl->peek = rl->head = pos;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);

@@ -192,8 +192,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		ch->f.lanes = calloc(ch->f.max_senders, sizeof(*ch->f.lanes));
 		ch->f.active = calloc(ch->f.max_senders, sizeof(*ch->f.active));
 		ch->bell_seen = calloc(ch->bell_words, sizeof(*ch->bell_seen));
-		ch->closed_held_ns = calloc(ch->f.max_senders, sizeof(*ch->closed_held_ns));
-		if (!ch->f.lanes || !ch->f.active || !ch->bell_seen || !ch->closed_held_ns)
+		ch->watch = calloc(ch->f.max_senders, sizeof(*ch->watch));
+		if (!ch->f.lanes || !ch->f.active || !ch->bell_seen || !ch->watch)
 			return -ENOMEM;
 		for (i = 0; i < ch->f.max_senders; i++) {
 			char *lane = base ? base + l->lanes_off + i * l->lane_stride :
@@ -1009,7 +1009,7 @@ void lzchan_close(struct lzchan *ch)
 	free(ch->f.lanes);
 	free(ch->f.active);
 	free(ch->bell_seen);
-	free(ch->closed_held_ns);
+	free(ch->watch);
 	free(ch->cont);
 	free(ch);
 }

@@ -159,14 +159,6 @@ static int __lz_sleep(struct lzchan *ch, uint64_t ns)
 	return r < 0 && errno == EINTR ? -EINTR : 0;
 }
 
-/* Was lzchan_wake() called since we last looked?  Takes the request. */
-static inline bool __lz_woken(struct lzchan *ch)
-{
-	/* Relaxed test first (the common case: no request), then an acquire
-	 * exchange, pairing with the release store in lzchan_wake(). */
-	return __lzchan_unlikely(__lz_load(&ch->wake_req)) &&
-	       __atomic_exchange_n(&ch->wake_req, 0, __ATOMIC_ACQUIRE);
-}
 
 /*
  * Make a thread blocked in lzchan_recv_wait() or lzchan_send_wait() on @ch
@@ -219,7 +211,7 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 					return r;
 				__lz_cpu_relax();
 			}
-			if (__lz_woken(ch))
+			if (__lzchan_woken(ch))
 				return -EINTR;
 			now = __lzchan_now_ns();
 		}
@@ -239,7 +231,7 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 			/* After the wake_word sample in __lz_prepare_park():
 			 * a request stored after this test is followed by a
 			 * wake that ends the sleep. */
-			r = __lz_woken(ch) ? -EINTR : __lz_sleep(ch, ns);
+			r = __lzchan_woken(ch) ? -EINTR : __lz_sleep(ch, ns);
 			__lz_set_parked(ch, false);
 			if (r == -EINTR)
 				return r;
@@ -263,7 +255,7 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 		now = __lzchan_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (__lz_woken(ch))
+		if (__lzchan_woken(ch))
 			return -EINTR;
 		/* The ring is full: the receiver is working.  Spin briefly,
 		 * then give it the CPU, then sleep a little. */

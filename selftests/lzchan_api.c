@@ -744,6 +744,58 @@ TEST(blocking_calls_interrupted)
 	pair_close(&p);
 }
 
+/*
+ * lzchan_flush(): a sender learns whether a receiver took what it sent --
+ * none yet (-ENOTCONN), not yet (-ETIMEDOUT), all (0), or the receiver
+ * died first (-EPIPE, on shm too, where nothing marks it gone).
+ */
+TEST(flush_tells_what_the_receiver_took)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("flush");
+	int ready[2], st, i;
+	struct lzchan *rx, *tx;
+	char buf[16], b;
+	pid_t pid;
+
+	ASSERT_EQ(1, lzchan_create(name, &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(-EBADF, lzchan_flush(NULL, 0));
+	EXPECT_EQ(0, lzchan_flush(tx, 0));		/* nothing sent */
+	ASSERT_EQ(0, lzchan_send(tx, "a", 1));
+	EXPECT_EQ(-ENOTCONN, lzchan_flush(tx, 0));
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(-EBADF, lzchan_flush(rx, 0));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_flush(tx, 1000000));
+	ASSERT_EQ(0, lzchan_wake(tx));
+	EXPECT_EQ(-EINTR, lzchan_flush(tx, -1));
+	EXPECT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), NULL));	/* caught up */
+	EXPECT_EQ(0, lzchan_flush(tx, 1000000000));
+	lzchan_close(rx);
+
+	/* A receiver killed (not closed) with messages it never took. */
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *r2;
+
+		if (lzchan_open(&r2, name, LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, lzchan_send(tx, "b", 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_EQ(-EPIPE, lzchan_flush(tx, 5000000000LL));
+	lzchan_close(tx);
+	lzchan_unlink(name);
+}
+
 TEST(event_fd)
 {
 	struct pollfd pf;

@@ -413,6 +413,81 @@ TEST(overwritten_status_is_checked_against_the_lock)
 	rmdir(dir);
 }
 
+/* The slot header of the message whose payload is @text, in the file
+ * mapped at @map (found by its payload, not by layout arithmetic). */
+static struct lzchan_slot_hdr *slot_of(void *map, size_t len, const char *text)
+{
+	size_t n = strlen(text), off;
+
+	for (off = 64; off + n <= len; off += 64)
+		if (!memcmp((char *)map + off + sizeof(struct lzchan_slot_hdr), text, n))
+			return (struct lzchan_slot_hdr *)((char *)map + off);
+	return NULL;
+}
+
+/*
+ * Defect 5: one overwritten sequence word stalled a lane for ever, with
+ * no error, and a closed lane's messages behind it went missing with a
+ * clean end of stream.  A lane whose sender says it wrote more than is
+ * there is reported (-EBADMSG): within a bounded time while its sender is
+ * there, at once when it has gone; then the lane ends (-EPIPE) and serves
+ * the next sender.
+ */
+TEST(stalled_lane_is_reported)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 1);
+	char dir[64], path[128], buf[64], text[16];
+	struct lzchan_slot_hdr *h;
+	struct lzchan *rx, *tx;
+	int i, r, round, fd;
+	uint32_t lane;
+	struct stat st;
+	void *map;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "stall");
+	ASSERT_EQ(0, lzchan_open(&rx, "stall", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fstat(fd, &st));
+	map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, map);
+
+	/* Round 0: the sender stays; round 1: it has closed. */
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(0, lzchan_open(&tx, "stall", LZCHAN_SENDER, NULL));
+		for (i = 0; i < 10; i++) {
+			snprintf(text, sizeof(text), "r%d-msg-%03d", round, i);
+			ASSERT_EQ(0, lzchan_send(tx, text, strlen(text) + 1));
+		}
+		for (i = 0; i < 3; i++)
+			ASSERT_LT(0, lzchan_recv(rx, buf, sizeof(buf), NULL));
+		snprintf(text, sizeof(text), "r%d-msg-003", round);
+		h = slot_of(map, st.st_size, text);
+		ASSERT_NE(NULL, h);
+		h->seq = 0xdeadbeef;		/* the 4th message is not "ready" */
+		if (round == 1)
+			lzchan_close(tx);
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 3000000000LL);
+		EXPECT_EQ(-EBADMSG, r) TH_LOG("round %d", round);
+		EXPECT_EQ(0, lane);
+		if (round == 0)
+			lzchan_close(tx);
+		/* Then the lane's end, and it takes a new sender. */
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 3000000000LL);
+		EXPECT_EQ(-EPIPE, r) TH_LOG("round %d: after the report", round);
+	}
+	ASSERT_EQ(0, lzchan_open(&tx, "stall", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "again", 6));
+	EXPECT_EQ(6, lzchan_recv_wait(rx, buf, sizeof(buf), NULL, 3000000000LL));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	munmap(map, st.st_size);
+	lzchan_unlink("stall");
+	rmdir(dir);
+}
+
 /*
  * Whatever else sits at a channel's name is not a channel: -EPROTO at once
  * (no waiting for a creator: channels are published whole).  Creating

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 manpage=$here/../man/man1/lzchan.1
 n=0 failed=0
 echo "TAP version 13"
-echo "1..55"
+echo "1..62"
 
 check() { # description, then the test as a command (or shell function)
 	desc=$1; shift
@@ -90,6 +90,12 @@ run recv ch --count
 check "an option without its value is a usage error" eval 'rc_is 2 && err_has "needs a value"'
 run send
 check "a missing NAME is a usage error" eval 'rc_is 2 && err_has "NAME is required"'
+run show -xj ch
+check "an unknown option first in a cluster is named, not the command" \
+	eval "rc_is 2 && err_has \"unknown option '-x'\" && ! err_has \"'show'\""
+run show ch --json=1
+check "a value given to a flag: 'takes no value', not 'needs a value'" \
+	eval "rc_is 2 && err_has \"option '--json' takes no value\""
 
 # --- create / list / show ---
 run create ch --slots 8 --mode 0640 --lanes 3
@@ -211,12 +217,18 @@ check "send with empty stdin: exit 0" eval '[ $s = 0 ]'
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 	chmod 0777 "$tmp" "$LZCHAN_SHM_DIR"
 	setpriv --reuid 65534 --regid 65534 --clear-groups "$tool" recv ch --count 1 >"$out" 2>"$err"; s=$?
-	check "no read permission: EACCES with the mode, owner and the missing bit" \
-		eval '[ $s = 1 ] && err_has "(EACCES)" && err_has "mode 0640, owner uid 0" && err_has "'"'r'"' bit"'
+	check "no read permission: EACCES with the mode, owner and the missing bits" \
+		eval '[ $s = 1 ] && err_has "(EACCES)" && err_has "mode 0640, owner uid 0" && err_has "both the '"'r'"' and the '"'w'"' bit"'
+	chmod 0644 "$LZCHAN_SHM_DIR/lzchan.ch"
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$tool" recv ch --count 1 >"$out" 2>"$err"; s=$?
+	check "0644 on shm: receiving is refused for the missing 'w' bit, not the 'r' it has" \
+		eval '[ $s = 1 ] && err_has "(EACCES)" && err_has "mode 0644" && err_has "'"'w'"' bit"'
+	chmod 0640 "$LZCHAN_SHM_DIR/lzchan.ch"
 	setpriv --reuid 65534 --regid 65534 --clear-groups "$tool" list >"$out" 2>"$err"; s=$?
 	check "an unprivileged user still lists the channel" eval '[ $s = 0 ] && out_has "^ch "'
 else
-	skip "no read permission: EACCES with the mode, owner and the missing bit" "needs root and setpriv"
+	skip "no read permission: EACCES with the mode, owner and the missing bits" "needs root and setpriv"
+	skip "0644 on shm: receiving is refused for the missing 'w' bit, not the 'r' it has" "needs root and setpriv"
 	skip "an unprivileged user still lists the channel" "needs root and setpriv"
 fi
 
@@ -260,6 +272,22 @@ check "list shows a file that is not a channel with unknown geometry" \
 run recv junk --count 1
 check "recv of a file that is not a channel: says so and how to remove it" \
 	eval 'rc_is 1 && err_has "(EPROTO)" && err_has "not a valid lzchan channel file" && err_has "lzchan remove junk" && err_one_line'
+run show junk
+check "show of a file that is not a channel: lanes unavailable (EPROTO), as the library says" \
+	eval 'rc_is 0 && out_has "^lanes: *unavailable (EPROTO)"'
+# A receiver killed without closing: send must not end with status 0.
+"$tool" create dead
+"$tool" recv dead >/dev/null 2>&1 & rpid=$!
+sleep 0.3
+kill -9 $rpid; wait $rpid 2>/dev/null
+printf 'x\ny\n' | "$tool" send dead >"$out" 2>"$err"; s=$?
+check "send to a receiver killed meanwhile: EPIPE, exit 1 (not 0)" \
+	eval '[ $s = 1 ] && err_has "(EPIPE)"'
+"$tool" create nobody-yet
+printf 'x\n' | "$tool" send nobody-yet >"$out" 2>"$err"; s=$?
+check "send before any receiver: exit 0 at once, the message waits" eval '[ $s = 0 ] && [ ! -s "$err" ]'
+run recv nobody-yet --count 1
+check "... and the first receiver gets it" eval 'rc_is 0 && [ "$(cat "$out")" = x ]'
 LZCHAN_BACKEND=dev "$tool" list >"$out" 2>"$err"; s=$?
 check "LZCHAN_BACKEND=dev without the module: ENODEV, how to load it" \
 	eval '[ $s = 1 ] && err_has "(ENODEV)" && err_has "modprobe lzchan"'

@@ -8,6 +8,7 @@
  * Exit status: 0 success, 1 the operation failed, 2 usage error,
  * 3 timed out (recv/send --timeout).  See man/man1/lzchan.1.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -147,7 +148,14 @@ static void explain(const char *what, const char *name, int err, int need)
 			return;
 		}
 		if (name && lzchan_stat(name, &st, &be) == 0) {
-			if (need)
+			if (need && be == LZCHAN_BACKEND_SHM)
+				/* Every party maps the file read-write. */
+				fail(what, err, "'%s' is mode %04o, owner uid %u gid %u; on the "
+				     "shared-memory backend %s needs both the 'r' and the 'w' "
+				     "bit for you (uid %u gid %u): ask its owner to change it",
+				     name, st.mode, st.uid, st.gid,
+				     need == 'r' ? "receiving" : "sending", getuid(), getgid());
+			else if (need)
 				fail(what, err, "'%s' is mode %04o, owner uid %u gid %u; %s needs "
 				     "the '%c' bit for you (uid %u gid %u): ask its owner to "
 				     "change it", name, st.mode, st.uid, st.gid,
@@ -186,8 +194,13 @@ static void explain(const char *what, const char *name, int err, int need)
 		     "with 'lzchan remove %s'", name ? name : "?", shm_dir(), name ? name : "?");
 		return;
 	case ENOSPC:
-		fail(what, err, "the module's max_channels is reached: remove channels, or "
-		     "raise /sys/module/lzchan/parameters/max_channels");
+		if (lzchan_list(NULL, 0, &be) >= 0 && be == LZCHAN_BACKEND_SHM)
+			fail(what, err, "%s has no room for the whole channel (it is reserved "
+			     "when made): remove channels there, or use fewer --slots/--lanes "
+			     "or a smaller --slot-size", shm_dir());
+		else
+			fail(what, err, "the module's max_channels is reached: remove channels, "
+			     "or raise /sys/module/lzchan/parameters/max_channels");
 		return;
 	case EFBIG:
 		fail(what, err, "the channel is larger than the module's max_channel_bytes: "
@@ -336,19 +349,40 @@ static int help_for(const char *name, FILE *to);
 static int next_opt(int argc, char **argv, const char *shortopts,
 		    const struct option *longopts)
 {
-	int c, prev = optind;
+	const struct option *o;
+	const char *sc;
+	int c;
 
 	opterr = 0;
 	c = getopt_long(argc, argv, shortopts, longopts, NULL);
-	if (c == '?') {
-		const char *arg = argv[optind > prev ? optind - 1 : prev];
+	if (c != '?')
+		return c;
+	/*
+	 * What went wrong is told by optopt alone (getopt does not say which
+	 * argument, or where in a cluster like -jx, it stopped): 0 for an
+	 * unknown (or ambiguous) long option, which getopt has just passed;
+	 * else the option's character.
+	 */
+	if (!optopt) {
+		const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 
-		/* optopt: the option missing its value, or 0 / not ours. */
-		if (optopt && strchr(shortopts, optopt))
-			usage_error("option '%s' needs a value", arg);
-		else
-			usage_error("unknown option '%s'", arg);
+		usage_error("unknown option '%.*s'", (int)strcspn(arg, "="), arg);
+		return c;
 	}
+	sc = optopt != ':' ? strchr(shortopts, optopt) : NULL;
+	if (!sc) {
+		usage_error("unknown option '-%c'", isprint(optopt) ? optopt : '?');
+		return c;
+	}
+	for (o = longopts; o && o->name; o++)
+		if (o->val == optopt)
+			break;
+	if (sc[1] == ':')
+		usage_error("option '-%c'%s%s%s needs a value", optopt,
+			    o && o->name ? " ('--" : "", o && o->name ? o->name : "",
+			    o && o->name ? "')" : "");
+	else	/* only --name=VALUE can give a value to a flag */
+		usage_error("option '--%s' takes no value", o && o->name ? o->name : "?");
 	return c;
 }
 
@@ -580,6 +614,12 @@ static int cmd_show(int argc, char **argv)
 		nl = lzchan_stat_lanes(name, lanes, s.max_senders);
 		if (nl > (int)s.max_senders)	/* recreated meanwhile */
 			nl = s.max_senders;
+	} else {
+		/* Geometry unknown: the library's reason (EPROTO: not a
+		 * channel; EACCES: unreadable), not a made-up one. */
+		nl = lzchan_stat_lanes(name, NULL, 0);
+		if (nl >= 0)
+			nl = -EPROTO;	/* became a channel meanwhile */
 	}
 	backend_where(backend, where, sizeof(where));
 	if (json) {
@@ -918,6 +958,20 @@ static int cmd_send(int argc, char **argv)
 			break;
 	}
 	free(buf);
+	if (!rc) {
+		/* Status 0 means a receiver took it all (or none has come
+		 * yet: then it waits for one), never that a receiver that
+		 * went away was written to. */
+		ret = lzchan_flush(ch, timeout_ns);
+		if (ret == -ETIMEDOUT) {
+			fail(name, ETIMEDOUT, "the receiver of '%s' did not take every message "
+			     "within --timeout", name);
+			rc = EXIT_TIMEOUT;
+		} else if (ret < 0 && ret != -ENOTCONN) {
+			explain(name, name, -ret, 'w');
+			rc = EXIT_FAILED;
+		}
+	}
 	lzchan_close(ch);
 	return rc;
 
@@ -1421,7 +1475,8 @@ static const struct cmd cmds[] = {
 	  "  --slots N       slots per lane, a power of two in 2..16777216 (1024)\n"
 	  "  --slot-size B   bytes per slot, a power of two in 64..65536 (64)\n"
 	  "  --lanes N       most senders at once, 1..4096 (16); alias --senders\n"
-	  "  --mode OCTAL    permission bits: r to receive, w to send (0600)\n"
+	  "  --mode OCTAL    permission bits: r to receive, w to send (0600); on the\n"
+	  "                  shared-memory backend both roles need r and w\n"
 	  "  --node N        NUMA node of the memory, or 'local' (the default)\n"
 	  "  --strict        only that node's memory, else fail with ENOMEM\n"
 	  "  --exist-ok      an existing channel of that name is not an error\n"
@@ -1433,11 +1488,15 @@ static const struct cmd cmds[] = {
 	  "Send stdin to the channel: each line (without its newline) becomes one\n"
 	  "message; with --records, each record: a 4-byte little-endian length,\n"
 	  "then that many bytes (any data).  Waits for room rather than dropping\n"
-	  "anything; ends with status 0 at the end of stdin.  A line or record\n"
-	  "longer than the channel's largest message fails with EMSGSIZE naming the\n"
-	  "limit (what came before it was sent).\n"
+	  "anything.  At the end of stdin it waits until the receiver has taken\n"
+	  "every message, then ends with status 0 (at once if no receiver has\n"
+	  "attached yet: the messages wait for one); a receiver that left or died\n"
+	  "first is EPIPE (status 1).  A line or record longer than the channel's\n"
+	  "largest message fails with EMSGSIZE naming the limit (what came before\n"
+	  "it was sent).\n"
 	  "  --records     length-prefixed records instead of lines\n"
-	  "  --timeout MS  wait at most MS ms for room per message, else exit 3\n" },
+	  "  --timeout MS  wait at most MS ms for room per message, and for the\n"
+	  "                receiver to take the last ones, else exit 3\n" },
 	{ "recv", NULL, cmd_recv,
 	  "recv NAME [--count N] [--timeout MS] [--records] [--eof]\n"
 	  "              [--spin-ns NS] [--publish-every N]",
