@@ -175,8 +175,8 @@ struct lzchan_msg {
  * touch them.  Define LZCHAN_NO_INLINE before including this header to
  * call the library for everything.
  */
-#define __lzchan_likely(x)	__builtin_expect(!!(x), 1)
-#define __lzchan_unlikely(x)	__builtin_expect(!!(x), 0)
+#define __lzchan_likely(x)	(__builtin_expect(!!(x), 1) != 0)
+#define __lzchan_unlikely(x)	(__builtin_expect(!!(x), 0) != 0)
 
 struct __lzchan_rxlane {		/* the receiver's view of one lane */
 	uint32_t head;		/* first position not released */
@@ -452,9 +452,17 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
  * argument and the pairings are in Documentation/libchan/design.rst. */
 
 static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast *f,
-						     const char *slots, uint32_t pos)
+						     char *slots, uint32_t pos)
 {
 	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
+}
+
+/* The receiver's (read-only) view of a slot. */
+static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzchan_fast *f,
+							      const char *slots, uint32_t pos)
+{
+	return (const struct lzchan_slot_hdr *)(slots +
+						((size_t)(pos & f->mask) << f->slot_shift));
 }
 
 /* Room for one slot at the tail, no stale payload word to mind, receiver
@@ -544,7 +552,7 @@ static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lz
 							       const struct __lzchan_rxlane *rl,
 							       uint32_t *len)
 {
-	const struct lzchan_slot_hdr *h = __lzchan_fslot(f, rl->slots, rl->peek);
+	const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, rl->peek);
 
 	/* Pairs with the sender's release store of seq. */
 	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1)

@@ -52,6 +52,8 @@ PKGS+=(dkms)	# the DKMS test, for the host's 6.1 headers
 PKGS+=(man-db groff-base python3-sphinx)
 # The debug kernel's build (scripts/debug-kernel.sh).
 PKGS+=(flex bison bc libelf-dev libssl-dev)
+# The public header, compiled as C++ users compile it (lzchan_header.sh).
+PKGS+=(g++)
 kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
 wants() { case " $kernels " in *" $1 "*) return 0 ;; esac; return 1; }
 
