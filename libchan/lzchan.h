@@ -100,7 +100,7 @@ struct lzchan_geom {
 	uint32_t slot_size;
 	uint32_t slot_count;
 	uint32_t max_senders;
-	uint32_t max_msg;	/* largest message, bytes */
+	uint32_t max_msg;	/* largest message, bytes (<= LZCHAN_MSG_MAX) */
 	uint32_t lane;		/* sender: its lane; receiver: LZCHAN_LANE_NONE */
 	uint32_t backend;	/* enum lzchan_backend */
 	int32_t numa_node;	/* node the memory was asked from */

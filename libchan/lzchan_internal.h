@@ -131,6 +131,7 @@ struct __lzchan_shm_file {
 
 /* lzchan_setup.c */
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);
+uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count);
 /* The device fd to use, -ENOENT meaning "use shm", or another -errno. */
 int __lzchan_pick(void);
 int __lzchan_shm_path(char *buf, size_t len, const char *name);

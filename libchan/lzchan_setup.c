@@ -80,6 +80,15 @@ int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
 	return 0;
 }
 
+/* The largest message of a channel (see LZCHAN_MSG_MAX).  One slot is
+ * kept free for the "not ready" marker (lzchan_ring.c). */
+uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count)
+{
+	uint64_t m = (uint64_t)(slot_count - 1) * slot_size - sizeof(struct lzchan_slot_hdr);
+
+	return m > LZCHAN_MSG_MAX ? LZCHAN_MSG_MAX : (uint32_t)m;
+}
+
 static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 			      uint32_t slot_count, uint32_t max_senders)
 {
@@ -88,8 +97,7 @@ static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 	ch->f.slot_count = slot_count;
 	ch->f.mask = slot_count - 1;
 	ch->f.max_senders = max_senders;
-	/* One slot is kept free for the "not ready" marker (lzchan_ring.c). */
-	ch->max_msg = (slot_count - 1) * slot_size - sizeof(struct lzchan_slot_hdr);
+	ch->max_msg = __lzchan_max_msg(slot_size, slot_count);
 }
 
 enum { BACKEND_AUTO, BACKEND_FORCE_DEV, BACKEND_FORCE_SHM };

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -485,6 +486,54 @@ TEST(stalled_lane_is_reported)
 	lzchan_close(rx);
 	munmap(map, st.st_size);
 	lzchan_unlink("stall");
+	rmdir(dir);
+}
+
+/*
+ * Defect 3: on a lane of 4 GiB or more the largest message was computed in
+ * 32 bits (wrapping), and messages of 2 GiB or more were accepted at send
+ * time although their length's top bit is the pad flag (the receiver
+ * called them garbage) and lzchan_recv() returns an int.  The limit is now
+ * exact, LZCHAN_MSG_MAX at most, and refused at send time.  An 8 GiB lane
+ * is made on a disk file system, where reserving it costs no memory.
+ */
+TEST(limits_of_huge_lanes_are_exact)
+{
+	struct lzchan_opts o = lz_opts(65536, 131072, 1);
+	char dir[] = "/var/tmp/lzchan-huge.XXXXXX";
+	static char msg[1 << 20], got[1 << 20];
+	struct lzchan *rx, *tx;
+	struct lzchan_geom g;
+	struct statvfs fs;
+	int r;
+
+	setenv("LZCHAN_BACKEND", "shm", 1);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	if (statvfs(dir, &fs) || (uint64_t)fs.f_bavail * fs.f_frsize < (10ULL << 30)) {
+		rmdir(dir);
+		SKIP(return, "less than 10 GiB free in /var/tmp for an 8 GiB lane");
+	}
+	setenv("LZCHAN_SHM_DIR", dir, 1);
+	r = lzchan_open(&rx, "huge", LZCHAN_RECEIVER | LZCHAN_CREATE, &o);
+	if (r == -EOPNOTSUPP || r == -ENOSPC) {
+		rmdir(dir);
+		SKIP(return, "cannot reserve an 8 GiB lane here (%s)", strerror(-r));
+	}
+	ASSERT_EQ(0, r);
+	ASSERT_EQ(0, lzchan_open(&tx, "huge", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_geometry(tx, &g));
+	EXPECT_EQ(LZCHAN_MSG_MAX, g.max_msg);
+	EXPECT_EQ(0x7fffffffU, LZCHAN_MSG_MAX);
+	/* Refused before a byte is read (msg is far shorter). */
+	EXPECT_EQ(-EMSGSIZE, lzchan_send(tx, msg, (size_t)LZCHAN_MSG_MAX + 1));
+	EXPECT_EQ(-EMSGSIZE, lzchan_send(tx, msg, 3ULL << 30));
+	memset(msg, 'h', sizeof(msg));
+	ASSERT_EQ(0, lzchan_send(tx, msg, sizeof(msg)));
+	EXPECT_EQ((int)sizeof(msg), lzchan_recv(rx, got, sizeof(got), NULL));
+	EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	EXPECT_EQ(0, lzchan_unlink("huge"));
 	rmdir(dir);
 }
 

@@ -452,6 +452,15 @@ static int cmp_name(const void *a, const void *b)
 		      ((const struct lzchan_chan_stat *)b)->name);
 }
 
+/* A channel's largest message, as libchan computes it (LZCHAN_MSG_MAX). */
+static unsigned long long max_msg(const struct lzchan_chan_stat *s)
+{
+	unsigned long long m = (unsigned long long)(s->slot_count - 1) * s->slot_size -
+			       sizeof(struct lzchan_slot_hdr);
+
+	return m > LZCHAN_MSG_MAX ? LZCHAN_MSG_MAX : m;
+}
+
 static void json_chan(const struct lzchan_chan_stat *s)
 {
 	printf("{\"name\": ");
@@ -463,8 +472,7 @@ static void json_chan(const struct lzchan_chan_stat *s)
 	if (s->slot_size)
 		printf(", \"slot_size\": %u, \"slot_count\": %u, \"max_senders\": %u"
 		       ", \"max_msg\": %llu", s->slot_size, s->slot_count, s->max_senders,
-		       (unsigned long long)(s->slot_count - 1) * s->slot_size -
-		       sizeof(struct lzchan_slot_hdr));
+		       max_msg(s));
 	else
 		printf(", \"slot_size\": null, \"slot_count\": null, \"max_senders\": null"
 		       ", \"max_msg\": null");
@@ -656,9 +664,8 @@ static int cmd_show(int argc, char **argv)
 	       (s.create_flags & LZCHAN_CREATE_NODE_STRICT) ? " (strict)" : "");
 	if (s.slot_size) {
 		printf("slots:           %u x %u bytes per lane\n", s.slot_count, s.slot_size);
-		printf("largest message: %llu bytes\n",
-		       (unsigned long long)(s.slot_count - 1) * s.slot_size -
-		       sizeof(struct lzchan_slot_hdr));
+		printf("largest message: %llu bytes%s\n", max_msg(&s),
+		       max_msg(&s) == LZCHAN_MSG_MAX ? " (the most any channel carries)" : "");
 		if (s.flags & LZCHAN_STAT_HIDDEN)
 			printf("senders:         %u lanes\n", s.max_senders);
 		else

@@ -447,4 +447,13 @@ struct lzchan_slot_hdr {
 #define LZCHAN_SLOT_PAD		(1U << 31)	/* filler up to the ring's end */
 #define LZCHAN_SLOT_LEN_MASK	0x7fffffffU
 
+/*
+ * The largest message on any channel: len has 31 bits (the top one is
+ * LZCHAN_SLOT_PAD), and libchan returns a message's length as an int.  A
+ * channel's own limit is the smaller of this and what its lane holds,
+ * (slot_count - 1) * slot_size - 8 (one slot stays free), computed in 64
+ * bits: a lane may be larger than 4 GiB.
+ */
+#define LZCHAN_MSG_MAX		0x7fffffffU
+
 #endif /* _UAPI_LINUX_LZCHAN_H */
