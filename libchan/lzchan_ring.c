@@ -143,26 +143,28 @@ static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i)
 }
 
 /*
- * A stalled lane: the sender says (tx->tail) it has written past @pos,
- * but nothing is ready at @pos.  An honest sender stores tail after the
- * message's seq, so this lasts no longer than a store takes to be seen;
- * an overwritten seq word (or any garbage over the lane) makes it last for
- * ever, with the sender then blocked on a full ring.  Such a lane is
- * reported (-EBADMSG) and abandoned like one holding garbage, never waited
- * on: at once for a sender that has gone (its last stores are visible),
- * after STALL_NS for one still there.
+ * A lane whose sender and receiver disagree: nothing is ready at the
+ * receiver's position @pos, but the sender says (tx->tail) it stands
+ * elsewhere.  Behind: one overwritten seq word (or any garbage over the
+ * lane) leaves a slot that is never ready, the lane stalls for ever and
+ * the sender blocks on a full ring.  Ahead: a forged pad (or length) made
+ * the receiver skip what the sender wrote.  An honest sender stores tail
+ * after each message's (and pad's) seq, so it disagrees no longer than a
+ * store takes to be seen.  Such a lane is reported (-EBADMSG) and
+ * abandoned like one holding garbage, never waited on, never ended as if
+ * clean: at once for a sender that has gone (its last stores are
+ * visible), after STALL_NS at the same position for one still there.
  */
 #define STALL_NS		10000000ULL
 
-static bool __lz_rx_claims_more(struct lzchan *ch, const struct __lzchan_rxlane *rl,
-				uint32_t pos)
+static bool __lz_rx_tail_disagrees(struct lzchan *ch, const struct __lzchan_rxlane *rl,
+				   uint32_t pos)
 {
 	const struct lzchan_shm_tx *tx = (const void *)(rl->slots - ch->layout.lane_slots);
+
 	/* Relaxed: only compared; a gone sender's is ordered by the acquire
 	 * of its CLOSED status, a live one's is given STALL_NS to agree. */
-	uint32_t tail = __lz_load(&tx->tail);
-
-	return (uint32_t)(tail - pos - 1) < ch->f.slot_count;
+	return __lz_load(&tx->tail) != pos;
 }
 
 static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
@@ -170,7 +172,7 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 	struct __lzchan_rxwatch *w = &ch->watch[i];
 	uint64_t now;
 
-	if (!__lz_rx_claims_more(ch, &ch->f.lanes[i], pos)) {
+	if (!__lz_rx_tail_disagrees(ch, &ch->f.lanes[i], pos)) {
 		w->stall_ns = 0;
 		return false;
 	}
@@ -250,6 +252,9 @@ static int __lz_tx_pad(struct lzchan *ch)
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look(). */
 	__lz_store_rel(&h->seq, ch->f.tail + 1);
 	ch->f.tail += pad;
+	/* Relaxed, as in __lz_tx_publish(): the receiver checks that it
+	 * stands where we say we are (__lz_rx_tail_disagrees()). */
+	__lz_store(&ch->f.tx->tail, ch->f.tail);
 	return 0;
 }
 
@@ -749,9 +754,14 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 		raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
 		idx = *pos & ch->f.mask;
 		if (raw & LZCHAN_SLOT_PAD) {
-			/* A pad runs to the ring's end; at slot 0 it would
+			/* A pad runs to the ring's end, and says so in its
+			 * length (__lz_tx_pad()): a forged one would make us
+			 * skip what the sender wrote.  At slot 0 it would
 			 * cover the whole ring, and two never follow. */
-			if (!idx || pads)
+			if (!idx || pads ||
+			    (raw & LZCHAN_SLOT_LEN_MASK) != (uint64_t)(ch->f.slot_count - idx) *
+							      ch->f.slot_size -
+							      sizeof(struct lzchan_slot_hdr))
 				return -EBADMSG;
 			*pos += ch->f.slot_count - idx;
 			continue;
@@ -831,8 +841,8 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	r = __lz_rx_look(ch, rl, &pos, m);
 	if (r)
 		return r > 0 ? 1 : r;
-	/* It said it wrote more than is there: not a clean end. */
-	if (__lz_rx_claims_more(ch, rl, pos))
+	/* It says it stands elsewhere: not a clean end. */
+	if (__lz_rx_tail_disagrees(ch, rl, pos))
 		return -EBADMSG;
 	rl->peek = rl->head = pos;
 	rl->state = __LZ_RL_DONE;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lzchan.h>
@@ -534,6 +535,274 @@ TEST(limits_of_huge_lanes_are_exact)
 	lzchan_close(tx);
 	lzchan_close(rx);
 	EXPECT_EQ(0, lzchan_unlink("huge"));
+	rmdir(dir);
+}
+
+/* ---- a hostile writer against honest senders and a receiver ---- */
+
+#define HW_SENDERS	3
+#define HW_MAGIC	0x68774d31U
+
+struct hw_msg {			/* an honest message; body follows */
+	uint32_t magic, sender, seq, len;
+	uint64_t sum;
+};
+
+static uint64_t hw_sum(const struct hw_msg *m, const unsigned char *body)
+{
+	uint64_t h = 1469598103934665603ULL ^ m->sender ^ ((uint64_t)m->seq << 20) ^
+		     ((uint64_t)m->len << 44);
+	uint32_t i;
+
+	for (i = 0; i < m->len; i++)
+		h = (h ^ body[i]) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t hw_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* An honest sender: numbered, checksummed messages of 0..199 body bytes
+ * (some take several slots) for @ms milliseconds; writes its lane, then
+ * how many it sent, to @fd. */
+static void hw_sender(const char *name, uint32_t id, int ms, int fd)
+{
+	unsigned char buf[sizeof(struct hw_msg) + 200];
+	struct hw_msg *m = (struct hw_msg *)buf;
+	uint64_t end, rnd = 0x9e3779b97f4a7c15ULL * (id + 1);
+	struct lzchan_geom g;
+	struct lzchan *tx;
+	uint32_t seq = 0, i;
+	struct timespec ts;
+	int r;
+
+	if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL) || lzchan_geometry(tx, &g))
+		_exit(1);
+	if (write(fd, &g.lane, sizeof(g.lane)) != sizeof(g.lane))
+		_exit(2);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000 + ms;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= end)
+			break;
+		m->magic = HW_MAGIC;
+		m->sender = id;
+		m->seq = seq;
+		m->len = hw_rand(&rnd) % 200;
+		for (i = 0; i < m->len; i++)
+			buf[sizeof(*m) + i] = (unsigned char)hw_rand(&rnd);
+		m->sum = hw_sum(m, buf + sizeof(*m));
+		r = lzchan_send_wait(tx, buf, sizeof(*m) + m->len, 500000000);
+		if (r)
+			break;		/* its lane was abandoned, or worse */
+		seq++;
+	}
+	lzchan_flush(tx, 200000000);
+	lzchan_close(tx);
+	if (write(fd, &seq, sizeof(seq)) != sizeof(seq))
+		_exit(3);
+	_exit(0);
+}
+
+/* The hostile writer: random bytes anywhere in the file, and forgeries of
+ * each control word, for @ms milliseconds. */
+static void hw_scribbler(const char *path, int ms, uint64_t seed)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct lzchan_shm_hdr *hdr;
+	unsigned char *p;
+	struct timespec ts, nap = { .tv_nsec = 20000 };
+	uint64_t end, r;
+	struct stat st;
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0 || fstat(fd, &st))
+		_exit(1);
+	p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		_exit(2);
+	hdr = (struct lzchan_shm_hdr *)(p + page);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000 + ms;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= end)
+			break;
+		r = hw_rand(&seed);
+		switch (r % 8) {
+		case 0: case 1: case 2:		/* any byte, any word */
+			p[hw_rand(&seed) % st.st_size] = (unsigned char)hw_rand(&seed);
+			break;
+		case 3: {			/* an aligned 32-bit word past the header page */
+			size_t off = page + (hw_rand(&seed) % (st.st_size - page)) / 4 * 4;
+
+			*(volatile uint32_t *)(p + off) = (uint32_t)hw_rand(&seed);
+			break;
+		}
+		case 4:				/* the receiver "gone" */
+			hdr->rx_status = LZCHAN_STATUS(LZCHAN_STATUS_GEN(hdr->rx_status),
+						       LZCHAN_RX_GONE);
+			break;
+		case 5: {			/* a lane "closed", or another generation */
+			struct lzchan_shm_lane *l = (struct lzchan_shm_lane *)(hdr + 1) +
+						    hw_rand(&seed) % HW_SENDERS;
+
+			l->status = r & 64 ? LZCHAN_STATUS(LZCHAN_STATUS_GEN(l->status),
+							   LZCHAN_LANE_CLOSED) :
+					     LZCHAN_STATUS(hw_rand(&seed), LZCHAN_LANE_ATTACHED);
+			break;
+		}
+		case 6:
+			hdr->departures++;
+			break;
+		case 7:				/* a page's worth of garbage */
+			memset(p + page + (hw_rand(&seed) % (st.st_size - page)) / 64 * 64,
+			       (int)(r >> 8), 64);
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+	_exit(0);
+}
+
+/*
+ * A third party with write access scribbles over a live channel (random
+ * bytes anywhere, forged statuses, positions and sequence words) while
+ * honest senders in other processes send numbered, checksummed messages.
+ * Nobody crashes or hangs, and for each sender every message is delivered
+ * once, in order, or its loss shows on that lane: an error there
+ * (-EBADMSG), or a delivered message that fails its checksum (the
+ * forgery the shm backend cannot tell from a message), never a gap
+ * without either, never a duplicate.
+ */
+TEST(hostile_writer_loses_nothing_silently)
+{
+	struct lzchan_opts o = lz_opts(64, 256, HW_SENDERS + 1);
+	uint32_t lane_of[HW_SENDERS], sent[HW_SENDERS], lane, id;
+	int64_t next[HW_SENDERS], damaged_since[HW_SENDERS];
+	int fds[HW_SENDERS][2], ended[HW_SENDERS], st, k, r, alive;
+	unsigned char buf[512];
+	char dir[64], path[128];
+	uint64_t t0, reaped_at = 0, forged = 0, bad = 0, good = 0, errs = 0;
+	pid_t kids[HW_SENDERS + 1];
+	struct lzchan *rx;
+	struct timespec ts;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "hostile");
+	ASSERT_EQ(0, lzchan_open(&rx, "hostile", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	for (k = 0; k < HW_SENDERS; k++) {
+		ASSERT_EQ(0, pipe(fds[k]));
+		kids[k] = fork();
+		ASSERT_LE(0, kids[k]);
+		if (!kids[k])
+			hw_sender("hostile", k, 4000, fds[k][1]);
+		close(fds[k][1]);
+		ASSERT_EQ((ssize_t)sizeof(lane_of[k]), read(fds[k][0], &lane_of[k], sizeof(lane_of[k])));
+		next[k] = 0;
+		damaged_since[k] = 0;
+		ended[k] = 0;
+	}
+	kids[HW_SENDERS] = fork();
+	ASSERT_LE(0, kids[HW_SENDERS]);
+	if (!kids[HW_SENDERS])
+		hw_scribbler(path, 3000, 0x1234567 ^ (uint64_t)getpid());
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+	alive = HW_SENDERS + 1;
+	for (;;) {
+		uint64_t now;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+		ASSERT_LT(now - t0, 30000) TH_LOG("hung: %d processes left", alive);
+		while (alive && waitpid(-1, &st, WNOHANG) > 0) {
+			EXPECT_TRUE(WIFEXITED(st)) TH_LOG("a child died: status %#x", st);
+			if (!--alive)
+				reaped_at = now;
+		}
+		if (!alive && now - reaped_at > 2000)
+			break;		/* everyone gone, everything drained */
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 100000000);
+		if (r == -ETIMEDOUT || r == -EAGAIN)
+			continue;
+		for (id = 0; id < HW_SENDERS && lane_of[id] != lane; id++)
+			;
+		if (r < 0) {
+			ASSERT_TRUE(r == -EBADMSG || r == -EPIPE || r == -EMSGSIZE)
+				TH_LOG("receiver error %d", r);
+			if (r == -EMSGSIZE) {		/* a forged length: take it */
+				struct lzchan_msg m;
+
+				ASSERT_EQ(0, lzchan_peek_lane(rx, lane, &m));
+				lzchan_release(rx, &m);
+				r = -EBADMSG;
+			}
+			if (r == -EBADMSG)
+				errs++;
+			if (id < HW_SENDERS && r == -EBADMSG)
+				damaged_since[id] = 1;	/* reported on its lane */
+			if (id < HW_SENDERS && r == -EPIPE)
+				ended[id]++;
+			continue;
+		}
+		{
+			struct hw_msg m;
+
+			if ((size_t)r < sizeof(m)) {
+				forged++;
+				if (id < HW_SENDERS)
+					damaged_since[id] = 1;
+				continue;
+			}
+			memcpy(&m, buf, sizeof(m));
+			if (m.magic != HW_MAGIC || m.sender >= HW_SENDERS ||
+			    m.len != (uint32_t)r - sizeof(m) || m.sum != hw_sum(&m, buf + sizeof(m))) {
+				forged++;	/* damaged in place: visible as such */
+				if (id < HW_SENDERS)
+					damaged_since[id] = 1;
+				continue;
+			}
+			ASSERT_EQ(lane_of[m.sender], lane) TH_LOG("sender %u's message on lane %u",
+								  m.sender, lane);
+			/* Never twice, never out of order; a gap only after a
+			 * loss that showed on this lane. */
+			ASSERT_GE((int64_t)m.seq, next[m.sender])
+				TH_LOG("sender %u: message %u again (expected %lld)", m.sender,
+				       m.seq, (long long)next[m.sender]);
+			if ((int64_t)m.seq > next[m.sender]) {
+				EXPECT_TRUE(damaged_since[m.sender])
+					TH_LOG("sender %u: messages %lld..%u lost silently", m.sender,
+					       (long long)next[m.sender], m.seq - 1);
+				bad++;
+			}
+			next[m.sender] = (int64_t)m.seq + 1;
+			damaged_since[m.sender] = 0;
+			good++;
+		}
+	}
+	for (k = 0; k < HW_SENDERS; k++) {
+		ASSERT_EQ((ssize_t)sizeof(sent[k]), read(fds[k][0], &sent[k], sizeof(sent[k])));
+		close(fds[k][0]);
+		/* What it sent last either came, or its loss showed. */
+		if ((int64_t)sent[k] > next[k])
+			EXPECT_TRUE(damaged_since[k])
+				TH_LOG("sender %d: sent %u, the last %lld never came, no error",
+				       k, sent[k], (long long)(sent[k] - next[k]));
+		EXPECT_LE(1, ended[k]) TH_LOG("sender %d: no end of stream", k);
+	}
+	TH_LOG("%llu delivered, %llu damaged in place, %llu -EBADMSG, %llu gaps after a "
+	       "reported loss", (unsigned long long)good, (unsigned long long)forged,
+	       (unsigned long long)errs, (unsigned long long)bad);
+	lzchan_close(rx);
+	lzchan_unlink("hostile");
 	rmdir(dir);
 }
 
