@@ -15,11 +15,12 @@
  * Arming announces that the receiver is going to sleep, so that the next
  * sender wakes it through the channel's event fd.
  *
- * The event fd exists only with the lzchan kernel module (/dev/lzchan).
- * On the shared-memory backend lzchan_event_fd() returns -EOPNOTSUPP (a
- * futex cannot be polled), and lzchan_arm() returns -ENOSYS on a kernel
- * without membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED).  Then this program
- * says so and falls back: it waits in lzchan_recv_wait() with a timeout no
+ * Both backends have the event fd (the module's eventfd, or the shm
+ * backend's epoll set of Unix sockets).  Where there is none -- a shm
+ * receiver that could not create its socket: lzchan_event_fd() returns
+ * -EOPNOTSUPP -- or lzchan_arm() returns -ENOSYS (a kernel without
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)), this program says so and
+ * falls back: it waits in lzchan_recv_wait() with a timeout no
  * longer than the time to its next timer tick, and looks at its other fds
  * without blocking (epoll_wait with timeout 0) in between.
  *

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* The library compiles the out-of-line versions of the inline calls. */
 #define __LZCHAN_LIBRARY 1
@@ -105,6 +106,19 @@ struct lzchan {
 
 	/* either role */
 	uint32_t wake_req;		/* lzchan_wake() called, not yet seen */
+
+	/* shm doorbell socket (lzchan_sock.c) */
+	int lsock;			/* receiver: listening, or -1 */
+	bool sock_bound;		/* receiver: its name is ours to remove */
+	int *conn;			/* receiver: per lane, the sender's, or -1 */
+	struct ucred *cred;		/* receiver: per lane, from SO_PEERCRED */
+#define LZCHAN_SOCK_PENDING	16
+	int pending[LZCHAN_SOCK_PENDING];	/* accepted, no hello yet */
+	uint32_t npending;
+	uint64_t sock_serviced_ns;	/* receiver: last __lzchan_sock_service() */
+	int sock;			/* sender: connected to the receiver, or -1 */
+	uint64_t sock_tried_ns;		/* sender: last failed connect */
+	struct ucred rx_cred;		/* sender: the receiver, from SO_PEERCRED */
 };
 
 /*
@@ -149,6 +163,14 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked);
 int __lzchan_heavy_barrier(struct lzchan *ch);
 bool __lzchan_register_sender_barrier(void);
 bool __lzchan_query_barrier(void);
+
+/* lzchan_sock.c */
+int __lzchan_sock_listen(struct lzchan *ch);
+void __lzchan_sock_close(struct lzchan *ch);
+void __lzchan_sock_service(struct lzchan *ch);
+int __lzchan_sock_peer(struct lzchan *ch, uint32_t lane, struct ucred *out);
+int __lzchan_sock_connect(struct lzchan *ch);
+int __lzchan_sock_ring(struct lzchan *ch);
 
 /* lzchan_ring.c */
 void __lzchan_rx_init_lanes(struct lzchan *ch);

@@ -1061,6 +1061,8 @@ static void __lz_rx_sleep(struct lzchan *ch)
 }
 
 /* Lanes whose bit in the bell changed, and senders that left. */
+#define SOCK_SERVICE_NS		1000000ULL
+
 static void __lz_rx_bell(struct lzchan *ch)
 {
 	/* Pairs with the release of departures (module: lzchan_chan_release_
@@ -1072,6 +1074,18 @@ static void __lz_rx_bell(struct lzchan *ch)
 	if (__lzchan_unlikely(d != ch->departures_seen)) {
 		ch->departures_seen = d;
 		ch->departed = true;
+	}
+	/* shm: a sender's hello carries its channel file, which holds its
+	 * lane's lock while the message waits in our socket: take hellos
+	 * in promptly (every SOCK_SERVICE_NS at most), or a sender that
+	 * died after saying hello would look alive (lzchan_sock.c). */
+	if (ch->lsock >= 0) {
+		uint64_t now = __lzchan_now_ns();
+
+		if (now - ch->sock_serviced_ns >= SOCK_SERVICE_NS) {
+			ch->sock_serviced_ns = now;
+			__lzchan_sock_service(ch);
+		}
 	}
 
 	for (w = 0; w < ch->bell_words; w++) {
@@ -1225,9 +1239,15 @@ static int __lz_rx_check(struct lzchan *ch)
 
 		/* Disarm: the receiver is polling again. */
 		ch->f.armed = false;
+		if (ch->backend == LZCHAN_BACKEND_SHM)
+			/* Relaxed: published by the release store of parked. */
+			__lz_store(&ch->f.rx->armed, 0);
 		ch->parked++;
-		__lz_store(&ch->f.rx->parked, ch->parked);
-		if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+		/* Release: see __lz_set_parked(). */
+		__lz_store_rel(&ch->f.rx->parked, ch->parked);
+		if (ch->backend == LZCHAN_BACKEND_SHM)
+			__lzchan_sock_service(ch);	/* drain the wake bytes */
+		else if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
 			(void)0;	/* EAGAIN: nothing to drain */
 	}
 	return 0;

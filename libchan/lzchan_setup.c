@@ -828,6 +828,23 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		ch->f.slots = lane + ch->layout.lane_slots;
 		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)
 			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
+		/* Make ourselves known to a receiver that is there (a later
+		 * one hears from us at the first wake it is owed).  Pairs
+		 * with the receiver's release store of rx_status. */
+		if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
+		    LZCHAN_RX_ATTACHED)
+			(void)__lzchan_sock_connect(ch);
+	} else if (__lzchan_sock_listen(ch)) {
+		/* No socket (the directory takes no new name from us, say):
+		 * no event fd and no credentials, the rest works. */
+		__lzchan_sock_close(ch);
+		ch->conn = NULL;
+		ch->cred = NULL;
+		ch->lsock = -1;
+		ch->sock = -1;
+		if (ch->evfd >= 0)
+			close(ch->evfd);
+		ch->evfd = -1;
 	}
 	return 0;
 }
@@ -877,6 +894,8 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch->f.role = role;
 	ch->fd = -1;
 	ch->evfd = -1;
+	ch->lsock = -1;
+	ch->sock = -1;
 	ch->lane = LZCHAN_LANE_NONE;
 	ch->spin_ns = o.spin_ns;
 	memcpy(ch->name, name, strlen(name) + 1);
@@ -959,6 +978,8 @@ void lzchan_close(struct lzchan *ch)
 		return;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr && __lzchan_guard_lost(ch->guard))
 		reach = __lzchan_shm_reach(ch, &reach_len, &reach_guard);
+	if (ch->backend == LZCHAN_BACKEND_SHM)
+		__lzchan_sock_close(ch);	/* before GONE: no new doorbell */
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr) {
 		/* The module does this for the dev backend when our file goes. */
 		if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
@@ -1134,10 +1155,42 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 
 	if (!ch)
 		return -EINVAL;
-	if (ch->backend != LZCHAN_BACKEND_DEV)
-		return -EOPNOTSUPP;
-	if (ioctl(ch->fd, LZCHAN_IOC_PEER, &p) < 0)
+	if (ch->backend == LZCHAN_BACKEND_SHM) {
+		struct ucred c = { .pid = getpid(), .uid = geteuid(), .gid = getegid() };
+		int ret = 0;
+
+		if (lane != LZCHAN_LANE_NONE && lane >= ch->f.max_senders)
+			return -EINVAL;
+		if (ch->f.role == LZCHAN_SENDER && lane != LZCHAN_LANE_NONE && lane != ch->lane)
+			return -EPERM;
+		if (ch->f.role == LZCHAN_RECEIVER && lane != LZCHAN_LANE_NONE) {
+			if (ch->lsock < 0)
+				return -EOPNOTSUPP;	/* no socket to learn it from */
+			ret = __lzchan_sock_peer(ch, lane, &c);
+		} else if (ch->f.role == LZCHAN_SENDER && lane == LZCHAN_LANE_NONE) {
+			/* Pairs with the receiver's release store of
+			 * rx_status; the lock says whether it is still there. */
+			if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) !=
+			    LZCHAN_RX_ATTACHED || __lzchan_shm_rx_alive(ch) != 1)
+				return -ENOTCONN;
+			if (ch->sock >= 0 && send(ch->sock, "", 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+			    errno != EAGAIN) {
+				close(ch->sock);	/* the receiver we knew left */
+				ch->sock = -1;
+			}
+			ch->sock_tried_ns = 0;
+			if (__lzchan_sock_connect(ch))
+				return -ENOTCONN;
+			c = ch->rx_cred;
+		}
+		if (ret)
+			return ret;
+		p.pid = c.pid;
+		p.uid = c.uid;
+		p.gid = c.gid;
+	} else if (ioctl(ch->fd, LZCHAN_IOC_PEER, &p) < 0) {
 		return -errno;
+	}
 	if (pid)
 		*pid = p.pid;
 	if (uid)

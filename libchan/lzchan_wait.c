@@ -94,6 +94,13 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 		 * send reports the last. */
 		(void)ioctl(ch->fd, LZCHAN_IOC_WAKE);
 	} else {
+		/* Pairs with the receiver's release store of parked, which
+		 * follows its store of armed (lzchan_arm()): our caller loaded
+		 * parked; this fence orders that load before the one of
+		 * armed, so an episode of an armed receiver is seen armed. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__lz_load(&ch->f.rx->armed) && __lzchan_sock_ring(ch) == 0)
+			return;		/* it waits on its event fd */
 		/* Change the word the receiver waits on, then wake it: a wake
 		 * landing before its futex wait then makes the wait return.
 		 * Pairs with the acquire load of wake_word in
@@ -108,9 +115,11 @@ static void __lz_set_parked(struct lzchan *ch, bool parked)
 	if ((ch->parked & 1) == parked)
 		return;
 	ch->parked++;
-	/* Relaxed: when parking, __lzchan_heavy_barrier() follows; when
-	 * unparking, a late wake is harmless. */
-	__lz_store(&ch->f.rx->parked, ch->parked);
+	/* Release: a sender that sees this episode sees rx->armed as it was
+	 * set for it (pairs with the acquire fence in __lzchan_wake()).
+	 * When parking, __lzchan_heavy_barrier() follows; when unparking, a
+	 * late wake is harmless. */
+	__lz_store_rel(&ch->f.rx->parked, ch->parked);
 }
 
 /* Announce parked and make sure nothing is pending; -EAGAIN if something
@@ -276,8 +285,8 @@ int lzchan_event_fd(struct lzchan *ch)
 {
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (ch->backend != LZCHAN_BACKEND_DEV)
-		return -EOPNOTSUPP;
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)
+		return -EOPNOTSUPP;	/* no doorbell socket (lzchan_sock.c) */
 	return ch->evfd;
 }
 
@@ -287,18 +296,27 @@ int lzchan_arm(struct lzchan *ch)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (ch->backend != LZCHAN_BACKEND_DEV)
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)
 		return -EOPNOTSUPP;
 	if (ch->f.armed)
 		return 0;
+	if (ch->backend == LZCHAN_BACKEND_SHM) {
+		/* New senders' hellos in, old wake bytes out; then "armed",
+		 * published by the release store of parked that follows. */
+		__lzchan_sock_service(ch);
+		__lz_store(&ch->f.rx->armed, 1);
+	}
 	r = __lz_prepare_park(ch);
-	if (r < 0)
-		return r;
 	if (r == 1) {
 		/* Without membarrier a sender may miss "parked": waiting on
 		 * the fd alone could wait forever. */
 		__lz_set_parked(ch, false);
-		return -ENOSYS;
+		r = -ENOSYS;
+	}
+	if (r < 0) {
+		if (ch->backend == LZCHAN_BACKEND_SHM)
+			__lz_store(&ch->f.rx->armed, 0);	/* relaxed: read after parked */
+		return r;
 	}
 	ch->f.armed = true;
 	return 0;

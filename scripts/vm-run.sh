@@ -149,6 +149,9 @@ cp "$bsrc/kmod/lzchan.ko" "$initrd/lzchan.ko"
 cp "$top/selftests/settings" "$initrd/tests/"
 cp "$top/selftests/lzchan_hold" "$initrd/tests/" || fail_early "lzchan_hold built (run 'make selftests')"
 cp "$top/selftests/lzchan-static" "$initrd/tests/" || fail_early "lzchan-static built (run 'make selftests')"
+for x in lzchan_epoll-static lzchan_fanin-static; do
+	cp "$top/selftests/$x" "$initrd/tests/" || fail_early "$x built (run 'make selftests')"
+done
 for t in "${tests[@]}"; do
 	[ -x "$top/selftests/$t" ] || fail_early "selftest $t built (run 'make selftests')"
 	cp "$top/selftests/$t" "$initrd/tests/"

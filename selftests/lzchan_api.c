@@ -796,33 +796,58 @@ TEST(flush_tells_what_the_receiver_took)
 	lzchan_unlink(name);
 }
 
+/*
+ * The event fd, on both backends: armed, it becomes readable when a sender
+ * (here in another process) sends; receiving disarms; -EAGAIN from arm
+ * when something is waiting.
+ */
 TEST(event_fd)
 {
 	struct pollfd pf;
 	char buf[16];
 	struct pair p;
-	int fd;
+	int fd, st, round;
+	pid_t pid;
 
-	ASSERT_EQ(0, pair_open(&p, "evfd", lz_opts(64, 64, 1)));
+	ASSERT_EQ(0, pair_open(&p, "evfd", lz_opts(64, 64, 2)));
 	EXPECT_EQ(-EBADF, lzchan_event_fd(p.tx));
+	EXPECT_EQ(-EBADF, lzchan_arm(p.tx));
 	fd = lzchan_event_fd(p.rx);
-	if (fd == -EOPNOTSUPP) {
-		EXPECT_FALSE(lz_expect_dev());
-		EXPECT_EQ(-EOPNOTSUPP, lzchan_arm(p.rx));
-		pair_close(&p);
-		SKIP(return, "the shm backend has no event fd");
-	}
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
 	EXPECT_EQ(-EAGAIN, lzchan_arm(p.rx));		/* something is waiting */
 	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
-	ASSERT_EQ(0, lzchan_arm(p.rx));
 	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
-	EXPECT_EQ(0, poll(&pf, 1, 0));
-	ASSERT_EQ(0, lzchan_send(p.tx, "y", 1));	/* sees parked: wakes */
-	EXPECT_EQ(1, poll(&pf, 1, 5000));
-	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
-	EXPECT_EQ('y', buf[0]);
+	for (round = 0; round < 3; round++) {
+		ASSERT_EQ(0, lzchan_arm(p.rx));
+		EXPECT_EQ(0, poll(&pf, 1, 0)) TH_LOG("round %d: readable before a send", round);
+		if (round < 2) {
+			ASSERT_EQ(0, lzchan_send(p.tx, "y", 1));	/* sees parked: wakes */
+		} else {
+			/* A sender in another process, opened after the arm. */
+			pid = fork();
+			ASSERT_LE(0, pid);
+			if (!pid) {
+				struct lzchan *t2;
+
+				if (lzchan_open(&t2, p.name, LZCHAN_SENDER, NULL) ||
+				    lzchan_send(t2, "y", 1))
+					_exit(1);
+				lzchan_close(t2);
+				_exit(0);
+			}
+			ASSERT_EQ(pid, waitpid(pid, &st, 0));
+			ASSERT_EQ(0, st);
+		}
+		EXPECT_EQ(1, poll(&pf, 1, 5000)) TH_LOG("round %d: not woken", round);
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+		EXPECT_EQ('y', buf[0]);
+	}
+	/* Drained by the receive: quiet again once armed. */
+	while (lzchan_recv(p.rx, buf, sizeof(buf), NULL) != -EAGAIN)
+		;
+	ASSERT_EQ(0, lzchan_arm(p.rx));
+	EXPECT_EQ(0, poll(&pf, 1, 50));
 	pair_close(&p);
 }
 
@@ -857,24 +882,61 @@ TEST(unlink_keeps_handles)
 	pair_close(&p);
 }
 
+/*
+ * Who is on a lane, as the kernel saw it (both backends: the module, or
+ * the shm doorbell socket's SO_PEERCRED), for a sender in another process
+ * with other credentials.
+ */
 TEST(peer)
 {
+	struct lzchan_opts o = lz_opts(64, 64, 2);
 	int32_t pid;
 	uint32_t uid, gid;
+	int ready[2], go[2], st;
 	struct pair p;
-	int r;
+	pid_t kid;
+	char b;
 
-	ASSERT_EQ(0, pair_open(&p, "peer", lz_opts(64, 64, 1)));
-	r = lzchan_peer(p.rx, 0, &pid, &uid, &gid);
-	if (r == -EOPNOTSUPP) {
-		EXPECT_FALSE(lz_expect_dev());
-		pair_close(&p);
-		SKIP(return, "the shm backend has no peer credentials");
-	}
-	ASSERT_EQ(0, r);
+	o.mode = 0666;		/* for the other user below */
+	ASSERT_EQ(0, pair_open(&p, "peer", o));
+	ASSERT_EQ(0, lzchan_peer(p.rx, 0, &pid, &uid, &gid));
 	EXPECT_EQ(getpid(), pid);
-	EXPECT_EQ(getuid(), uid);
-	EXPECT_EQ(-ENOTCONN, lzchan_peer(p.rx, 0 + 1, NULL, NULL, NULL) == -EINVAL ? -ENOTCONN : -ENOTCONN);
+	EXPECT_EQ(geteuid(), uid);
+	EXPECT_EQ(getegid(), gid);
+	EXPECT_EQ(-ENOTCONN, lzchan_peer(p.rx, 1, NULL, NULL, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_peer(p.rx, 2, NULL, NULL, NULL));
+	/* A sender asks about the receiver, and not about another lane. */
+	ASSERT_EQ(0, lzchan_peer(p.tx, LZCHAN_LANE_NONE, &pid, NULL, NULL));
+	EXPECT_EQ(getpid(), pid);
+	EXPECT_EQ(-EPERM, lzchan_peer(p.tx, 1, NULL, NULL, NULL));
+
+	/* Another process, as another user when we may. */
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		struct lzchan *t2;
+
+		if (geteuid() == 0 && (setgid(61003) || setuid(61003)))
+			_exit(1);
+		if (lzchan_open(&t2, p.name, LZCHAN_SENDER, NULL) || write(ready[1], "r", 1) != 1 ||
+		    read(go[0], &b, 1) != 1)
+			_exit(2);
+		lzchan_close(t2);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, lzchan_peer(p.rx, 1, &pid, &uid, &gid));
+	EXPECT_EQ(kid, pid);
+	if (geteuid() == 0) {
+		EXPECT_EQ(61003, uid);
+		EXPECT_EQ(61003, gid);
+	}
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	EXPECT_EQ(0, st);
+	EXPECT_EQ(-ENOTCONN, lzchan_peer(p.rx, 1, NULL, NULL, NULL));
 	pair_close(&p);
 }
 

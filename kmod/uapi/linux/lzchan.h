@@ -400,7 +400,10 @@ struct lzchan_shm_lane {
 /* rx area, written by the receiver, read by the senders and the kernel. */
 struct lzchan_shm_rx {
 	__u32 parked;			/* nonzero while the receiver sleeps */
-	__u32 pad[31];
+	__u32 armed;			/* libchan's shm backend: the receiver
+					 * waits on its event fd (0 with the
+					 * module, which never reads it) */
+	__u32 pad[30];
 };					/* 128 bytes */
 
 /*

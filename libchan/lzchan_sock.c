@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * liblzchan: the shm backend's doorbell socket.
+ *
+ * The module gives a receiver an eventfd that senders signal through it
+ * (LZCHAN_IOC_WAKE), and tells who is on each lane (LZCHAN_IOC_PEER).  The
+ * shm backend gets both from a Unix socket the receiver listens on, named
+ * after the channel file (.lzchan-<dev>-<ino>.sock beside it, as writable
+ * as the file: whoever may open the channel may connect):
+ *
+ * - A sender connects (at its open when a receiver is there, else at the
+ *   first wake it owes one) and says hello: its lane, with the channel
+ *   file descriptor attached (SCM_RIGHTS).  The receiver believes the lane
+ *   only if that open file description is the one holding the lane's lock
+ *   (F_OFD_GETLK: the lock conflicts for the receiver's own descriptor,
+ *   not for the holder's), and takes the sender's credentials from the
+ *   kernel (SO_PEERCRED), never from the message.  The sender takes the
+ *   receiver's the same way.
+ * - The receiver's event fd is an epoll set of the listening socket and
+ *   every connection.  lzchan_arm() stores rx->armed before announcing
+ *   "parked"; a sender that owes a parked receiver a wake sends one byte
+ *   on its connection when it is armed (the futex otherwise): one system
+ *   call either way, and only when the receiver sleeps.  Receiving
+ *   disarms and drains the bytes.
+ *
+ * Everything read from a socket is checked like shared memory: a peer
+ * that sends garbage is disconnected, never believed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lzchan_internal.h"
+
+#define HELLO_MAGIC	0x6c7a6862U	/* "lzhb" */
+#define TAG_LISTEN	UINT64_MAX	/* epoll data of the listening socket */
+#define TAG_PENDING	(1ULL << 32)	/* | fd: accepted, no hello yet */
+#define RETRY_NS	1000000ULL	/* a sender retries connecting after 1 ms */
+
+struct __lz_hello {
+	uint32_t magic;
+	uint32_t lane;
+};
+
+/* The socket's address: beside the channel file, named after its inode. */
+static int __lz_sock_addr(const struct lzchan *ch, struct sockaddr_un *a)
+{
+	char path[PATH_MAX];
+	const char *slash;
+	struct stat st;
+	int n;
+
+	if (fstat(ch->fd, &st) < 0 || __lzchan_shm_path(path, sizeof(path), ch->name))
+		return -1;
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path, sizeof(a->sun_path), "%.*s/.lzchan-%llx-%llx.sock",
+		     (int)(slash - path), path, (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino);
+	return n > 0 && (size_t)n < sizeof(a->sun_path) ? 0 : -1;
+}
+
+/* ---- receiver ---- */
+
+/* Listen for the senders (at the receiver's open; failure only costs the
+ * event fd and the credentials). */
+int __lzchan_sock_listen(struct lzchan *ch)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+	struct sockaddr_un a;
+	struct stat st;
+	uint32_t i;
+
+	ch->conn = malloc(ch->f.max_senders * sizeof(*ch->conn));
+	ch->cred = calloc(ch->f.max_senders, sizeof(*ch->cred));
+	if (!ch->conn || !ch->cred)
+		return -ENOMEM;
+	for (i = 0; i < ch->f.max_senders; i++)
+		ch->conn[i] = -1;
+	if (__lz_sock_addr(ch, &a) || fstat(ch->fd, &st) < 0)
+		return -ENAMETOOLONG;
+	ch->evfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ch->evfd < 0)
+		return -errno;
+	ch->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ch->lsock < 0)
+		return -errno;
+	/* We hold the receiver lock: a socket there is a dead receiver's. */
+	unlink(a.sun_path);
+	if (bind(ch->lsock, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -errno;
+	ch->sock_bound = true;
+	/* Whoever may open the channel may ring. */
+	if (chmod(a.sun_path, st.st_mode & 0666) < 0 || listen(ch->lsock, 64) < 0 ||
+	    epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->lsock, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The receiver leaves: its socket's name goes with it. */
+void __lzchan_sock_close(struct lzchan *ch)
+{
+	struct sockaddr_un a;
+	uint32_t i;
+
+	if (ch->sock_bound && __lz_sock_addr(ch, &a) == 0)
+		unlink(a.sun_path);
+	ch->sock_bound = false;
+	for (i = 0; ch->conn && i < ch->f.max_senders; i++)
+		if (ch->conn[i] >= 0)
+			close(ch->conn[i]);
+	for (i = 0; i < ch->npending; i++)
+		close(ch->pending[i]);
+	if (ch->lsock >= 0)
+		close(ch->lsock);
+	if (ch->sock >= 0)
+		close(ch->sock);
+	free(ch->conn);
+	free(ch->cred);
+}
+
+static void __lz_sock_drop(struct lzchan *ch, int fd)
+{
+	epoll_ctl(ch->evfd, EPOLL_CTL_DEL, fd, NULL);
+	close(fd);
+}
+
+/* Read the hello on @fd (@watched: already in the epoll set).  1:
+ * registered; 0: not there yet; -1: bad (the caller drops the
+ * connection). */
+static int __lz_sock_hello(struct lzchan *ch, int fd, bool watched)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct __lz_hello h;
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct cmsghdr *c;
+	struct stat a, b;
+	socklen_t cl = sizeof(struct ucred);
+	struct ucred cred;
+	int64_t byte;
+	ssize_t n;
+	int sfd = -1, ok = 0;
+
+	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&sfd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)sizeof(h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || sfd < 0 ||
+	    h.magic != HELLO_MAGIC || h.lane >= ch->f.max_senders)
+		goto out;
+	/* The same file, and the open file description that holds the
+	 * lane's lock: its lock conflicts with ours, not with its own. */
+	byte = LOCK_BASE + 1 + h.lane;
+	if (fstat(sfd, &a) < 0 || fstat(ch->fd, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino || __lzchan_locked(ch->fd, byte) != 1 ||
+	    __lzchan_locked(sfd, byte) != 0)
+		goto out;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+		goto out;
+	if (ch->conn[h.lane] >= 0)
+		__lz_sock_drop(ch, ch->conn[h.lane]);	/* the lane's previous sender */
+	ch->conn[h.lane] = fd;
+	ch->cred[h.lane] = cred;
+	ev.data.u64 = h.lane;
+	ok = epoll_ctl(ch->evfd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) == 0 ? 1 : -1;
+out:
+	if (sfd >= 0)
+		close(sfd);
+	return ok ? ok : -1;
+}
+
+/* Take new connections and hellos, and drain the wake bytes. */
+void __lzchan_sock_service(struct lzchan *ch)
+{
+	struct epoll_event evs[32];
+	char junk[64];
+	int n, k, fd, said;
+	uint32_t lane, i;
+
+	if (ch->lsock < 0)
+		return;
+	do {
+		n = epoll_wait(ch->evfd, evs, 32, 0);
+		for (k = 0; k < n; k++) {
+			uint64_t tag = evs[k].data.u64;
+
+			if (tag == TAG_LISTEN) {
+				while ((fd = accept4(ch->lsock, NULL, NULL,
+						     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+					struct epoll_event ev = {
+						.events = EPOLLIN,
+						.data.u64 = TAG_PENDING | (uint32_t)fd,
+					};
+
+					/* Its hello is usually there already. */
+					said = __lz_sock_hello(ch, fd, false);
+					if (said > 0)
+						continue;
+					if (said < 0 || ch->npending >= LZCHAN_SOCK_PENDING ||
+					    epoll_ctl(ch->evfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+						close(fd);	/* bad, or too many strangers */
+						continue;
+					}
+					ch->pending[ch->npending++] = fd;
+				}
+			} else if (tag & TAG_PENDING) {
+				fd = (int)(uint32_t)tag;
+				for (i = 0; i < ch->npending && ch->pending[i] != fd; i++)
+					;
+				if (i == ch->npending)
+					continue;	/* already handled */
+				said = __lz_sock_hello(ch, fd, true);
+				if (!said && !(evs[k].events & (EPOLLHUP | EPOLLERR)))
+					continue;
+				ch->pending[i] = ch->pending[--ch->npending];
+				if (said <= 0)
+					__lz_sock_drop(ch, fd);
+			} else {
+				lane = (uint32_t)tag;
+				if (lane >= ch->f.max_senders || ch->conn[lane] < 0)
+					continue;
+				if (evs[k].events & (EPOLLHUP | EPOLLERR)) {
+					__lz_sock_drop(ch, ch->conn[lane]);
+					ch->conn[lane] = -1;
+					continue;
+				}
+				while (recv(ch->conn[lane], junk, sizeof(junk), MSG_DONTWAIT) > 0)
+					;
+			}
+		}
+	} while (n == 32);
+}
+
+/* Who is on @lane, as the kernel told us at its hello. */
+int __lzchan_sock_peer(struct lzchan *ch, uint32_t lane, struct ucred *out)
+{
+	if (lane >= ch->f.max_senders)
+		return -EINVAL;
+	__lzchan_sock_service(ch);
+	/* Its sender must still be the one that said hello: the lock is
+	 * held by that connection's file (checked again: it may have left). */
+	if (ch->conn[lane] < 0 || __lzchan_shm_lane_alive(ch, lane) != 1)
+		return -ENOTCONN;
+	*out = ch->cred[lane];
+	return 0;
+}
+
+/* ---- sender ---- */
+
+/* Connect to the receiver and say hello.  0, or -1 (none to reach now). */
+int __lzchan_sock_connect(struct lzchan *ch)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct __lz_hello h = { .magic = HELLO_MAGIC, .lane = ch->lane };
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	socklen_t cl = sizeof(ch->rx_cred);
+	struct sockaddr_un a;
+	struct cmsghdr *c;
+	uint64_t now = __lzchan_now_ns();
+
+	if (ch->sock >= 0)
+		return 0;
+	if (ch->sock_tried_ns && now - ch->sock_tried_ns < RETRY_NS)
+		return -1;
+	ch->sock_tried_ns = now;
+	if (__lz_sock_addr(ch, &a))
+		return -1;
+	ch->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ch->sock < 0)
+		return -1;
+	memset(u.buf, 0, sizeof(u.buf));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ch->fd, sizeof(int));
+	if (connect(ch->sock, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    sendmsg(ch->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	    getsockopt(ch->sock, SOL_SOCKET, SO_PEERCRED, &ch->rx_cred, &cl) < 0) {
+		close(ch->sock);
+		ch->sock = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Ring an armed receiver: one byte on our connection.  0, or -1 (use the
+ * futex). */
+int __lzchan_sock_ring(struct lzchan *ch)
+{
+	int tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		if (__lzchan_sock_connect(ch))
+			return -1;
+		if (send(ch->sock, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ||
+		    errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;	/* full: it is readable anyway */
+		/* The receiver we knew left: the new one, once. */
+		close(ch->sock);
+		ch->sock = -1;
+		ch->sock_tried_ns = 0;
+	}
+	return -1;
+}
