@@ -83,6 +83,22 @@ void lzchan_opts_init(struct lzchan_opts *o);
 int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 		const struct lzchan_opts *opts);
 
+/*
+ * As lzchan_open(), but while the channel does not exist yet (-ENOENT)
+ * wait for it, up to @timeout_ns (-1: forever; -ETIMEDOUT), looking every
+ * 1 ms, then every 10 ms after 20 ms.  -EINTR if a signal handler ran.
+ * Since LZCHAN_0.3.
+ */
+int lzchan_open_wait(struct lzchan **chp, const char *name, unsigned int flags,
+		     const struct lzchan_opts *opts, int64_t timeout_ns);
+
+/*
+ * Sender: wait until a receiver is attached to the channel, up to
+ * @timeout_ns (-1: forever).  0, -ETIMEDOUT, -EINTR (lzchan_wake() or a
+ * signal), -EIO, -EBADF (not a sender).  Since LZCHAN_0.3.
+ */
+int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns);
+
 /* Close: a sender's lane ends (the receiver drains it, then sees
  * end-of-stream); a receiver's departure makes senders' calls fail with
  * -EPIPE.  Messages already in the ring stay there. */
@@ -315,8 +331,8 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		     int64_t timeout_ns);
 
 /*
- * Make a thread blocked in lzchan_recv_wait(), lzchan_send_wait() or
- * lzchan_flush() on @ch return -EINTR (if none is, the next such call that
+ * Make a thread blocked in lzchan_recv_wait(), lzchan_send_wait(),
+ * lzchan_flush() or lzchan_wait_receiver() on @ch return -EINTR (if none is, the next such call that
  * would block does).
  * The one call that may be made on a handle another thread is using; it
  * is async-signal-safe.  0, or -EBADF (NULL).  Since LZCHAN_0.3.

@@ -321,3 +321,62 @@ int lzchan_arm(struct lzchan *ch)
 	ch->f.armed = true;
 	return 0;
 }
+
+/* Sleep a little while waiting for something outside the channel: 1 ms,
+ * growing to 10 ms.  -EINTR if a signal handler ran. */
+static int __lz_wait_nap(unsigned int *round)
+{
+	struct timespec ts = { .tv_nsec = *round < 20 ? 1000000 : 10000000 };
+
+	++*round;
+	return nanosleep(&ts, NULL) < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+int lzchan_open_wait(struct lzchan **chp, const char *name, unsigned int flags,
+		     const struct lzchan_opts *opts, int64_t timeout_ns)
+{
+	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : __lzchan_now_ns() + (uint64_t)timeout_ns;
+	unsigned int round = 0;
+	int r;
+
+	for (;;) {
+		r = lzchan_open(chp, name, flags, opts);
+		if (r != -ENOENT)
+			return r;
+		if (__lzchan_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		r = __lz_wait_nap(&round);
+		if (r)
+			return r;
+	}
+}
+
+int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns)
+{
+	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : __lzchan_now_ns() + (uint64_t)timeout_ns;
+	unsigned int round = 0;
+	int r;
+
+	if (!ch || ch->f.role != LZCHAN_SENDER)
+		return -EBADF;
+	for (;;) {
+		/* Pairs with the receiver's (or the module's) release store
+		 * of rx_status. */
+		uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
+
+		if (__lzchan_guard_lost(ch->guard))
+			return -EIO;
+		/* shm: ATTACHED is believed only with the receiver's lock
+		 * held (a dead one leaves ATTACHED behind). */
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
+		    (ch->backend != LZCHAN_BACKEND_SHM || __lzchan_shm_rx_alive(ch) == 1))
+			return 0;
+		if (__lzchan_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (__lzchan_woken(ch))
+			return -EINTR;
+		r = __lz_wait_nap(&round);
+		if (r)
+			return r;
+	}
+}

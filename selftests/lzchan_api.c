@@ -801,6 +801,57 @@ TEST(flush_tells_what_the_receiver_took)
  * (here in another process) sends; receiving disarms; -EAGAIN from arm
  * when something is waiting.
  */
+/*
+ * Waiting for the other side, bounded: for a channel to exist
+ * (lzchan_open_wait) and, as a sender, for a receiver to attach
+ * (lzchan_wait_receiver) -- no caller loops on -ENOENT.
+ */
+TEST(wait_for_channel_and_receiver)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("later");
+	struct lzchan *tx, *rx;
+	int ready[2], st;
+	pid_t pid;
+	char b;
+
+	EXPECT_EQ(-ETIMEDOUT, lzchan_open_wait(&tx, name, LZCHAN_SENDER, NULL, 5000000));
+	EXPECT_EQ(-EINVAL, lzchan_open_wait(&tx, "a/b", LZCHAN_SENDER, NULL, 5000000));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *r2;
+
+		/* Made 100 ms later; its receiver attaches 100 ms after. */
+		usleep(100000);
+		if (lzchan_create(name, &o, LZCHAN_EXCL) != 1)
+			_exit(1);
+		usleep(100000);
+		if (lzchan_open(&r2, name, LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(0, lzchan_open_wait(&tx, name, LZCHAN_SENDER, NULL, 10000000000LL));
+	EXPECT_EQ(-EBADF, lzchan_wait_receiver(NULL, 0));
+	ASSERT_EQ(0, lzchan_wait_receiver(tx, 10000000000LL));
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	EXPECT_EQ(0, lzchan_wait_receiver(tx, 0));
+	/* It dies: the wait is for a live one. */
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_wait_receiver(tx, 20000000));
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(0, lzchan_wait_receiver(tx, 0));
+	EXPECT_EQ(-EBADF, lzchan_wait_receiver(rx, 0));
+	lzchan_close(rx);
+	ASSERT_EQ(0, lzchan_wake(tx));
+	EXPECT_EQ(-EINTR, lzchan_wait_receiver(tx, -1));
+	lzchan_close(tx);
+	lzchan_unlink(name);
+}
+
 TEST(event_fd)
 {
 	struct pollfd pf;
