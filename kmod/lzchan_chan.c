@@ -967,15 +967,21 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 {
 	struct lzchan_chan *chan = f->chan;
 	struct eventfd_ctx *ev = NULL;
+	bool bye;
 
 	if (!chan)
 		return;
+	/* Written by lzchan_chan_bye() on this file, whose ioctls are over. */
+	bye = READ_ONCE(f->bye);
 
 	mutex_lock(&chan->lock);
 	if (f->role == LZCHAN_OPEN_RECEIVER) {
 		WRITE_ONCE(chan->rx_attached, false);	/* read unlocked in lzchan_chan_wake() */
 		put_pid(chan->rx_pid);
 		chan->rx_pid = NULL;
+		/* Published by the release store of the status below. */
+		if (bye)
+			WRITE_ONCE(lzchan_shm_hdr(chan)->rx_bye, chan->rx_gen);
 		lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status,
 				      chan->rx_gen, LZCHAN_RX_GONE);
 		spin_lock(&chan->evlock);
@@ -990,6 +996,9 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		put_pid(l->pid);
 		l->pid = NULL;
 		WRITE_ONCE(chan->senders, chan->senders - 1);	/* read unlocked in lzchan_chan_stat() */
+		/* Published by the release store of the status below. */
+		if (bye)
+			WRITE_ONCE(lzchan_shm_lane(chan, f->lane)->bye, l->gen);
 		lzchan_shm_set_status(&lzchan_shm_lane(chan, f->lane)->status,
 				      l->gen, l->state);
 		/* Only we write it (the info page is read-only to users), under
@@ -1000,11 +1009,23 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		/* A parked receiver must learn of the departure. */
 		lzchan_chan_signal(chan);
 	}
-	atomic64_inc(&chan->peer_deaths);
+	if (!bye)
+		atomic64_inc(&chan->peer_deaths);	/* left without LZCHAN_IOC_BYE */
 	mutex_unlock(&chan->lock);
 	if (ev)
 		eventfd_ctx_put(ev);
 	lzchan_chan_put(chan);
+}
+
+/* The binding's owner is closing it cleanly (LZCHAN_IOC_BYE). */
+int lzchan_chan_bye(struct lzchan_file *f)
+{
+	if (!lzchan_file_chan(f))
+		return -EBADFD;
+	/* Read by lzchan_chan_release_file() once the file's last
+	 * reference, hence this ioctl, is gone. */
+	WRITE_ONCE(f->bye, true);
+	return 0;
 }
 
 /* ---- wakeups ---- */

@@ -106,6 +106,7 @@ struct lzchan_file {
 	struct lzchan_chan *chan;	/* set once by OPEN; see lzchan_file_chan() */
 	u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
 	u32 lane;
+	bool bye;			/* LZCHAN_IOC_BYE: closing cleanly */
 };
 
 /* lzchan_main.c: module parameters and module-wide counters */
@@ -139,6 +140,7 @@ void lzchan_chan_release_file(struct lzchan_file *f);
 void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st);
 int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd);
 int lzchan_chan_wake(struct lzchan_file *f);
+int lzchan_chan_bye(struct lzchan_file *f);
 int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p);
 void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f);
 void lzchan_chan_unlink_ns(struct lzchan_ns *ns);	/* under lzchan_lock */

@@ -163,6 +163,11 @@ static int lzchan_ioc_wake(struct lzchan_file *f, void *arg)
 	return lzchan_chan_wake(f);
 }
 
+static int lzchan_ioc_bye(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_bye(f);
+}
+
 static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
 {
 	return lzchan_chan_peer(f, arg);
@@ -228,6 +233,7 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 			struct lzchan_placement, reserved),
 	LZCHAN_IOCTL_OP(LZCHAN_IOC_USAGE, lzchan_ioc_usage,
 			struct lzchan_usage, reserved),
+	[_IOC_NR(LZCHAN_IOC_BYE)] = { .execute = lzchan_ioc_bye },
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,

@@ -104,6 +104,21 @@ int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns);
  * -EPIPE.  Messages already in the ring stay there. */
 void lzchan_close(struct lzchan *ch);
 
+/*
+ * How the peer whose end was last reported left.  Receiver: @lane's last
+ * sender whose -EPIPE was delivered; sender: the receiver (@lane is
+ * LZCHAN_LANE_NONE).  0: no end yet; LZCHAN_END_CLOSED: it closed its
+ * handle (lzchan_close()); LZCHAN_END_LOST: it died, or exited without
+ * closing; LZCHAN_END_UNKNOWN: the module does not record it (one
+ * without LZCHAN_FEAT_BYE).  -EINVAL (bad lane), -EBADF.  On shm the
+ * answer is read from the channel file, which any party can write.
+ * Since LZCHAN_0.3.
+ */
+#define LZCHAN_END_CLOSED	1
+#define LZCHAN_END_LOST		2
+#define LZCHAN_END_UNKNOWN	3
+int lzchan_end_cause(struct lzchan *ch, uint32_t lane);
+
 /* Remove the name; open handles keep working. */
 int lzchan_unlink(const char *name);
 

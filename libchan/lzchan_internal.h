@@ -36,6 +36,7 @@ enum {
 /* What the receiver doubts about a lane's sender (lzchan_ring.c). */
 struct __lzchan_rxwatch {
 	uint64_t closed_held_ns;	/* shm: CLOSED said, lock found held */
+	int end_cause;			/* LZCHAN_END_* of the last end reported */
 	uint64_t stall_ns;		/* 0, or since when the sender claims more
 					 * than is ready at stall_pos */
 	uint32_t stall_pos;
@@ -64,6 +65,8 @@ struct lzchan {
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
 	bool created;			/* lzchan_open() created the channel */
+	bool bye_known;			/* clean closes are recorded (shm; a
+					 * module with LZCHAN_FEAT_BYE) */
 	char name[LZCHAN_NAME_SIZE];
 
 	/* the areas, as mapped */

@@ -799,6 +799,21 @@ static bool __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 	return true;		/* a system call was made */
 }
 
+/* An end of stream is being reported for lane @i's sender of @gen: how
+ * did it leave (lzchan_end_cause())? */
+static void __lz_rx_ended(struct lzchan *ch, uint32_t i, uint32_t gen)
+{
+	const struct lzchan_shm_lane *info = ch->f.lanes[i].info;
+
+	/* Relaxed: stored before the CLOSED status (or the new generation's)
+	 * that our caller loaded with acquire. */
+	if (!ch->bye_known)
+		ch->watch[i].end_cause = LZCHAN_END_UNKNOWN;
+	else
+		ch->watch[i].end_cause = __lz_load(&info->bye) == gen ? LZCHAN_END_CLOSED :
+									LZCHAN_END_LOST;
+}
+
 /* Lane @i has nothing ready at peek: report a status change if any. */
 static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
@@ -819,6 +834,8 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 		/* A new sender took the lane; the old one's end comes first. */
 		bool owed = rl->gen && rl->state != __LZ_RL_DONE;
 
+		if (owed)
+			__lz_rx_ended(ch, i, rl->gen);
 		rl->gen = LZCHAN_STATUS_GEN(st);
 		if (rl->state == __LZ_RL_DONE)
 			rl->state = __LZ_RL_IDLE;
@@ -850,6 +867,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
 	 * claimer's): the lane is drained before it may be given away. */
 	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
+	__lz_rx_ended(ch, i, rl->gen);
 	m->lane = i;
 	return -EPIPE;
 }
@@ -920,6 +938,7 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 		 * the published head, and so do we (views of the old sender's
 		 * messages lapse with its generation).  The old sender's end
 		 * comes first. */
+		__lz_rx_ended(ch, i, rl->gen);
 		rl->gen = LZCHAN_STATUS_GEN(st);
 		rl->head = rl->peek = rl->published;
 		rl->state = __LZ_RL_IDLE;
@@ -933,6 +952,7 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	 * claimer's acquire load): we are done with the lane, and our head
 	 * is published, before it may be scrubbed and given away. */
 	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
+	__lz_rx_ended(ch, i, rl->gen);
 	return -EPIPE;
 }
 
@@ -1615,3 +1635,34 @@ int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	__attribute__((alias("lzchan_peek")));
 void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	__attribute__((alias("lzchan_release")));
+
+int lzchan_end_cause(struct lzchan *ch, uint32_t lane)
+{
+	uint64_t st;
+
+	if (!ch)
+		return -EBADF;
+	if (ch->f.role == LZCHAN_RECEIVER) {
+		if (lane >= ch->f.max_senders)
+			return -EINVAL;
+		return ch->watch[lane].end_cause;
+	}
+	if (lane != LZCHAN_LANE_NONE)
+		return -EINVAL;
+	/* Pairs with the release store of rx_status (module, or the
+	 * receiver's close after its rx_bye). */
+	st = __lz_load_acq(&ch->f.hdr->rx_status);
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE)
+		return 0;
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_RX_GONE) {
+		/* shm: a receiver that died leaves ATTACHED behind. */
+		if (ch->backend == LZCHAN_BACKEND_SHM && __lzchan_shm_rx_alive(ch) == 0)
+			return LZCHAN_END_LOST;
+		return 0;
+	}
+	if (!ch->bye_known)
+		return LZCHAN_END_UNKNOWN;
+	/* Relaxed: ordered by the acquire of GONE above. */
+	return __lz_load(&ch->f.hdr->rx_bye) == LZCHAN_STATUS_GEN(st) ? LZCHAN_END_CLOSED :
+									 LZCHAN_END_LOST;
+}

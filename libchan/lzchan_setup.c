@@ -267,6 +267,13 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
+	{
+		struct lzchan_features ft = { .size = sizeof(ft) };
+
+		/* Does the module record clean closes (lzchan_end_cause())? */
+		ch->bye_known = ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) == 0 &&
+				(ft.features & LZCHAN_FEAT_BYE);
+	}
 	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
 	 * owner may have removed and made again) is the caller's.  The module
 	 * never changes a channel's owner and reports it in the caller's user
@@ -820,6 +827,7 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 	ret = __lzchan_shm_claim(ch);
 	if (ret)
 		return ret;
+	ch->bye_known = true;		/* closes store their bye (lzchan_close()) */
 	if (ch->f.role == LZCHAN_SENDER) {
 		char *lane = (char *)ch->map_base + sysconf(_SC_PAGESIZE) +
 			     ch->layout.lanes_off + ch->lane * ch->layout.lane_stride;
@@ -986,6 +994,9 @@ void lzchan_close(struct lzchan *ch)
 			uint64_t st = __lz_load(&ch->f.hdr->rx_status);
 
 			__lzchan_rx_publish_all(ch);
+			/* A clean close (lzchan_end_cause()); relaxed:
+			 * published by the release store of GONE. */
+			__lz_store(&ch->f.hdr->rx_bye, LZCHAN_STATUS_GEN(st));
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
@@ -999,6 +1010,9 @@ void lzchan_close(struct lzchan *ch)
 			uint64_t st = __lz_load(status);
 			uint32_t parked;
 
+			/* A clean close (lzchan_end_cause()); relaxed:
+			 * published by the release store of CLOSED. */
+			__lz_store(&ch->lane_info[ch->lane].bye, LZCHAN_STATUS_GEN(st));
 			/* Pairs with the receiver's acquire load of the lane
 			 * status: our last messages are visible before CLOSED. */
 			__lz_store_rel(status, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st),
@@ -1020,6 +1034,10 @@ void lzchan_close(struct lzchan *ch)
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);
 	}
+	/* dev: a clean close, for the module to record (old modules:
+	 * ENOTTY, nothing recorded). */
+	if (ch->backend == LZCHAN_BACKEND_DEV && ch->fd >= 0)
+		(void)ioctl(ch->fd, LZCHAN_IOC_BYE);
 	if (reach) {
 		__lzchan_guard_retire(reach_guard);
 		munmap(reach, reach_len);

@@ -852,6 +852,89 @@ TEST(wait_for_channel_and_receiver)
 	lzchan_unlink(name);
 }
 
+/*
+ * A clean close and a crash both end a stream with -EPIPE;
+ * lzchan_end_cause() tells them apart, for senders and for the receiver.
+ */
+TEST(clean_close_or_crash)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("cause");
+	int ready[2], st, r, k, want;
+	struct lzchan *rx, *tx;
+	uint32_t lane;
+	char buf[16], b;
+	pid_t pid;
+
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	EXPECT_EQ(0, lzchan_end_cause(rx, 0));
+	EXPECT_EQ(-EINVAL, lzchan_end_cause(rx, 2));
+	EXPECT_EQ(-EBADF, lzchan_end_cause(NULL, 0));
+	ASSERT_EQ(0, pipe(ready));
+	for (k = 0; k < 2; k++) {	/* 0: closes; 1: killed */
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct lzchan *t2;
+
+			if (lzchan_open(&t2, name, LZCHAN_SENDER, NULL) || lzchan_send(t2, "m", 1))
+				_exit(1);
+			if (k == 0) {
+				lzchan_close(t2);
+				_exit(0);
+			}
+			if (write(ready[1], "r", 1) != 1)
+				_exit(2);
+			pause();
+			_exit(0);
+		}
+		if (k == 1) {
+			ASSERT_EQ(1, read(ready[0], &b, 1));
+			kill(pid, SIGKILL);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		EXPECT_EQ(1, lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 5000000000LL));
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 5000000000LL);
+		ASSERT_EQ(-EPIPE, r);
+		want = k ? LZCHAN_END_LOST : LZCHAN_END_CLOSED;
+		r = lzchan_end_cause(rx, lane);
+		if (r == LZCHAN_END_UNKNOWN) {
+			EXPECT_FALSE(lz_expect_dev()) TH_LOG("the module does not record closes");
+			continue;
+		}
+		EXPECT_EQ(want, r) TH_LOG("sender %s", k ? "killed" : "closed");
+	}
+
+	/* The receiver, seen by a sender: closed, then killed. */
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_end_cause(tx, 0));
+	EXPECT_EQ(0, lzchan_end_cause(tx, LZCHAN_LANE_NONE));
+	lzchan_close(rx);
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "x", 1));
+	r = lzchan_end_cause(tx, LZCHAN_LANE_NONE);
+	EXPECT_TRUE(r == LZCHAN_END_CLOSED || (r == LZCHAN_END_UNKNOWN && !lz_expect_dev()))
+		TH_LOG("receiver closed: %d", r);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *r2;
+
+		if (lzchan_open(&r2, name, LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	EXPECT_EQ(0, lzchan_end_cause(tx, LZCHAN_LANE_NONE));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	r = lzchan_end_cause(tx, LZCHAN_LANE_NONE);
+	EXPECT_TRUE(r == LZCHAN_END_LOST || (r == LZCHAN_END_UNKNOWN && !lz_expect_dev()))
+		TH_LOG("receiver killed: %d", r);
+	lzchan_close(tx);
+	lzchan_unlink(name);
+}
+
 TEST(event_fd)
 {
 	struct pollfd pf;

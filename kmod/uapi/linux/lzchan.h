@@ -69,10 +69,11 @@ struct lzchan_features {
 #define LZCHAN_FEAT_NOPIN	(1ULL << 4)	/* mappings refuse every pin */
 #define LZCHAN_FEAT_USAGE	(1ULL << 5)	/* USAGE; per-tenant limits */
 #define LZCHAN_FEAT_DEPARTURES	(1ULL << 6)	/* lzchan_shm_hdr.departures */
+#define LZCHAN_FEAT_BYE		(1ULL << 7)	/* BYE; rx_bye, lzchan_shm_lane.bye */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
 				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE | \
-				 LZCHAN_FEAT_DEPARTURES)
+				 LZCHAN_FEAT_DEPARTURES | LZCHAN_FEAT_BYE)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -347,6 +348,15 @@ struct lzchan_usage {
 #define LZCHAN_IOC_PEER		_IO(LZCHAN_IOC_MAGIC, 0x08)
 #define LZCHAN_IOC_PLACEMENT	_IO(LZCHAN_IOC_MAGIC, 0x09)
 #define LZCHAN_IOC_USAGE	_IO(LZCHAN_IOC_MAGIC, 0x0a)
+#define LZCHAN_IOC_BYE		_IO(LZCHAN_IOC_MAGIC, 0x0b)
+
+/*
+ * LZCHAN_IOC_BYE (bound fd, no argument): the caller is about to close it
+ * cleanly.  When the binding goes, its generation is then stored in
+ * rx_bye (receiver) or its lane's bye (sender), before the GONE or CLOSED
+ * status: a peer tells a clean close from a crash (or an exit without
+ * closing), which is what peer_deaths then counts.  EBADFD: unbound.
+ */
 
 /* ------------------------------------------------------------------ */
 /* Shared memory                                                       */
@@ -364,7 +374,9 @@ struct lzchan_shm_hdr {
 	__u32 slot_size;
 	__u32 slot_count;
 	__u32 max_senders;
-	__u32 pad0[3];
+	__u32 rx_bye;			/* gen of the last receiver that closed
+					 * cleanly (LZCHAN_FEAT_BYE) */
+	__u32 pad0[2];
 	__u64 rx_status;		/* LZCHAN_STATUS(gen, LZCHAN_RX_*) */
 	__u64 departures;		/* senders gone; see below */
 	__u64 pad1[10];
@@ -390,7 +402,10 @@ struct lzchan_shm_hdr {
 
 struct lzchan_shm_lane {
 	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*) */
-	__u64 pad[7];
+	__u32 bye;			/* gen of the last sender that closed
+					 * cleanly (LZCHAN_FEAT_BYE) */
+	__u32 pad0;
+	__u64 pad[6];
 };					/* 64 bytes, one per lane */
 
 #define LZCHAN_LANE_FREE	0	/* never attached */
