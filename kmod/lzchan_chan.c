@@ -1014,6 +1014,15 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 	mutex_unlock(&chan->lock);
 	if (ev)
 		eventfd_ctx_put(ev);
+	/* A temporary channel's name goes with its receiver.  lzchan_lock
+	 * nests outside chan->lock, hence after it; our file's reference
+	 * keeps the channel until the put below. */
+	if (f->role == LZCHAN_OPEN_RECEIVER && (chan->create_flags & LZCHAN_CREATE_TEMP)) {
+		mutex_lock(&lzchan_lock);
+		if (chan->linked)
+			lzchan_chan_unlink_locked(chan);
+		lzchan_unlock();
+	}
 	lzchan_chan_put(chan);
 }
 

@@ -51,6 +51,9 @@ struct lzchan;
 #define LZCHAN_EXCL		(1U << 3)	/* with CREATE: fail if it exists */
 #define LZCHAN_OWNED		(1U << 4)	/* fail (-EPERM) unless the channel's
 						 * owner is the caller's euid */
+#define LZCHAN_TEMP		(1U << 5)	/* with CREATE, as RECEIVER: a new
+						 * channel whose name goes with its
+						 * receiver (since LZCHAN_0.3) */
 
 /* Channel options, for creation (and the receiver's tunables). */
 struct lzchan_opts {

@@ -65,6 +65,8 @@ struct lzchan {
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
 	bool created;			/* lzchan_open() created the channel */
+	bool temp;			/* shm: a temporary channel (LZCHAN_TEMP) */
+	uint64_t file_dev, file_ino;	/* shm: the channel file */
 	bool bye_known;			/* clean closes are recorded (shm; a
 					 * module with LZCHAN_FEAT_BYE) */
 	char name[LZCHAN_NAME_SIZE];
@@ -142,9 +144,11 @@ struct __lzchan_shm_file {
 	uint32_t slot_count;
 	uint32_t max_senders;
 	int32_t numa_node;
-	uint32_t pad;
+	uint32_t flags;		/* SHM_FILE_* */
 	struct lzchan_layout layout;
 };
+
+#define SHM_FILE_TEMP		(1U << 0)	/* the name goes with the receiver */
 
 /* lzchan_setup.c */
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);
@@ -170,6 +174,8 @@ bool __lzchan_query_barrier(void);
 /* lzchan_sock.c */
 int __lzchan_sock_listen(struct lzchan *ch);
 void __lzchan_sock_close(struct lzchan *ch);
+struct stat;
+void __lzchan_sock_unlink(const char *path, const struct stat *st);
 void __lzchan_sock_service(struct lzchan *ch);
 int __lzchan_sock_peer(struct lzchan *ch, uint32_t lane, struct ucred *out);
 int __lzchan_sock_connect(struct lzchan *ch);

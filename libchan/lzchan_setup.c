@@ -11,6 +11,7 @@
  *      of lane i byte LOCK_BASE + 1 + i.  The kernel drops them when the
  *      holder dies, which is how peers' deaths are seen without a module.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -248,6 +249,7 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		struct lzchan_create c = {
 			.size = sizeof(c),
 			.flags = ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
+				 ((flags & LZCHAN_TEMP) ? LZCHAN_CREATE_TEMP : 0) |
 				 (o->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0),
 			.slot_size = o->slot_size,
 			.slot_count = o->slot_count,
@@ -257,8 +259,16 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		};
 
 		memcpy(c.name, name, strlen(name) + 1);
-		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0)
+		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0) {
+			struct lzchan_features ft = { .size = sizeof(ft) };
+
+			/* An older module refuses the flag it does not know. */
+			if (errno == EINVAL && (flags & LZCHAN_TEMP) &&
+			    ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) == 0 &&
+			    !(ft.features & LZCHAN_FEAT_TEMP))
+				return -EOPNOTSUPP;
 			return -errno;
+		}
 		ch->created = c.created;
 	}
 	memcpy(op.name, name, strlen(name) + 1);
@@ -454,7 +464,7 @@ static int __lzchan_shm_publish(int fd, char *tmp, const char *path)
 
 /* Create the channel file; *@made (if not NULL) identifies it. */
 static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
-			       bool *created, struct stat *made)
+			       bool temp, bool *created, struct stat *made)
 {
 	struct __lzchan_shm_file *f;
 	uint64_t page = sysconf(_SC_PAGESIZE);
@@ -508,6 +518,7 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 	f->slot_count = o->slot_count;
 	f->max_senders = o->max_senders;
 	f->numa_node = o->numa_node;
+	f->flags = temp ? SHM_FILE_TEMP : 0;
 	f->layout = l;
 	{
 		struct lzchan_shm_hdr *h = (void *)((char *)f + page);
@@ -567,6 +578,44 @@ static int __lzchan_shm_read_hdr(int fd, struct __lzchan_shm_file *hdr)
 }
 
 /*
+ * Remove @path if it still names the file @was (dev and inode), never
+ * another.  Checking and then unlinking the name would race with a
+ * channel published there in between (after another party's
+ * lzchan_unlink()), so the name is first moved aside to a private one,
+ * which nobody else can publish at, and checked there: that file is
+ * unlinked, anything else is put back (never over a newer file).
+ * 1: removed; 0: @path names another file, or none; -errno.
+ */
+static int __lzchan_shm_remove_if(const char *path, const struct stat *was)
+{
+	static unsigned int seq;
+	char aside[PATH_MAX];
+	const char *slash;
+	struct stat b;
+
+	/* Beside the name, in the same directory (rename stays inside one
+	 * file system), not named like a channel (lzchan_list skips it).
+	 * The counter is relaxed: it only makes names unique, orders nothing. */
+	slash = strrchr(path, '/');
+	if (!slash || snprintf(aside, sizeof(aside), "%.*s/.lzchan-aside.%d.%u",
+			       (int)(slash - path), path, (int)getpid(),
+			       __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(aside))
+		return -ENAMETOOLONG;
+	if (rename(path, aside) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (stat(aside, &b) == 0 && b.st_dev == was->st_dev && b.st_ino == was->st_ino) {
+		unlink(aside);
+		__lzchan_sock_unlink(path, &b);
+		return 1;
+	}
+	/* The name had been given to another file meanwhile: put it back,
+	 * unless yet another took the name; then that one stands. */
+	if (renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
+		unlink(aside);
+	return 0;
+}
+
+/*
  * @path is not a channel (-EPROTO from the header).  If it is a regular
  * file of the caller's, remove it so that a channel can be made there:
  * left by a crash of an older library, or plain garbage.  Concurrent
@@ -584,11 +633,8 @@ static int __lzchan_shm_repair(const char *path)
 	struct flock fl = {
 		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE - 1, .l_len = 1,
 	};
-	static unsigned int seq;
 	struct __lzchan_shm_file hdr;
-	char aside[PATH_MAX];
-	const char *slash;
-	struct stat a, b;
+	struct stat a;
 	int fd, ret = -EPROTO;
 
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -602,28 +648,7 @@ static int __lzchan_shm_repair(const char *path)
 		ret = 0;	/* a channel after all: look again */
 		goto out;
 	}
-	/* Beside the name, in the same directory (rename stays inside one
-	 * file system), not named like a channel (lzchan_list skips it).
-	 * The counter is relaxed: it only makes names unique, orders nothing. */
-	slash = strrchr(path, '/');
-	if (!slash || snprintf(aside, sizeof(aside), "%.*s/.lzchan-repair.%d.%u",
-			       (int)(slash - path), path, (int)getpid(),
-			       __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(aside))
-		goto out;
-	if (rename(path, aside) < 0) {
-		ret = errno == ENOENT ? 0 : -EPROTO;	/* gone meanwhile: look again */
-		goto out;
-	}
-	if (stat(aside, &b) == 0 && b.st_dev == a.st_dev && b.st_ino == a.st_ino) {
-		unlink(aside);		/* the file we locked and found no channel */
-		ret = 0;
-		goto out;
-	}
-	/* The name had been given to another file meanwhile: put it back,
-	 * unless yet another took the name; then that one stands. */
-	if (renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
-		unlink(aside);
-	ret = 0;
+	ret = __lzchan_shm_remove_if(path, &a) < 0 ? -EPROTO : 0;
 out:
 	close(fd);
 	return ret;
@@ -672,9 +697,12 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 		return -EPERM;
 	if (made && (st.st_dev != made->st_dev || st.st_ino != made->st_ino))
 		ch->created = false;	/* removed and made again meanwhile */
+	ch->file_dev = st.st_dev;
+	ch->file_ino = st.st_ino;
 	ret = __lzchan_shm_read_hdr(ch->fd, &hdr);
 	if (ret)
 		return ret;
+	ch->temp = hdr.flags & SHM_FILE_TEMP;
 	/* The file is anyone's with write access: trust nothing in it. */
 	if (hdr.version != SHM_FILE_VERSION || hdr.page_size != page)
 		return -EPROTO;
@@ -789,6 +817,54 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 	return -EUSERS;
 }
 
+/*
+ * Before making a temporary channel: remove the caller's temporary
+ * channels in the same directory whose receiver died (a closing one
+ * removes its name itself), or never came within a minute of creation.
+ * Each is read, never mapped (a file is trusted in nothing), and removed
+ * only if it is still the file looked at.
+ */
+static void __lzchan_shm_sweep(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = 0;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct __lzchan_shm_file h;
+		struct lzchan_shm_hdr sh;
+		struct stat st;
+		int fd;
+
+		if (strncmp(e->d_name, "lzchan.", 7) ||
+		    (size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p))
+			continue;
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    __lzchan_shm_read_hdr(fd, &h) == 0 && (h.flags & SHM_FILE_TEMP) &&
+		    h.page_size == page &&
+		    pread(fd, &sh, sizeof(sh), (off_t)(page + h.layout.info_off)) ==
+			    (ssize_t)sizeof(sh) &&
+		    __lzchan_locked(fd, LOCK_BASE) == 0 &&
+		    (LZCHAN_STATUS_STATE(sh.rx_status) != LZCHAN_RX_NONE ||
+		     time(NULL) - st.st_mtime > 60))
+			(void)__lzchan_shm_remove_if(p, &st);
+		close(fd);
+	}
+	closedir(d);
+}
+
 static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 			     unsigned int flags, const struct lzchan_opts *o)
 {
@@ -803,7 +879,9 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		return ret;
 	for (tries = 0; ; tries++) {
 		if (flags & LZCHAN_CREATE) {
-			ret = __lzchan_shm_create(path, o, &created, &made);
+			if (flags & LZCHAN_TEMP)
+				__lzchan_shm_sweep(path);
+			ret = __lzchan_shm_create(path, o, flags & LZCHAN_TEMP, &created, &made);
 			if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
 				ret = 0;
 			if (ret)
@@ -822,6 +900,18 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		if (ret)
 			return ret;
 		break;
+	}
+	/* A temporary channel whose receiver has come and gone (died: a
+	 * closing one removes the name itself) is gone: remove what it
+	 * left, for everyone.  Pairs with the receiver's release store of
+	 * rx_status. */
+	if (ch->temp && !ch->created &&
+	    LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) != LZCHAN_RX_NONE &&
+	    __lzchan_shm_rx_alive(ch) == 0) {
+		struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
+
+		(void)__lzchan_shm_remove_if(path, &was);
+		return -ENOENT;
 	}
 	/* The lane is chosen only now: map it once we know which. */
 	ret = __lzchan_shm_claim(ch);
@@ -885,9 +975,12 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 
 	if (!chp || (role != LZCHAN_RECEIVER && role != LZCHAN_SENDER) ||
 	    (flags & ~(LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL |
-		       LZCHAN_OWNED)) ||
-	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)))
+		       LZCHAN_OWNED | LZCHAN_TEMP)) ||
+	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)) ||
+	    ((flags & LZCHAN_TEMP) && (!(flags & LZCHAN_CREATE) || role != LZCHAN_RECEIVER)))
 		return -EINVAL;
+	if (flags & LZCHAN_TEMP)
+		flags |= LZCHAN_EXCL;	/* a temporary channel is always a new one */
 	ret = __lzchan_name_check(name);
 	if (ret)
 		return ret;
@@ -1000,6 +1093,15 @@ void lzchan_close(struct lzchan *ch)
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
+			/* A temporary channel's name goes with us (before
+			 * our lock: a newcomer must not find it alive). */
+			if (ch->temp) {
+				char path[PATH_MAX];
+				struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
+
+				if (!__lzchan_shm_path(path, sizeof(path), ch->name))
+					(void)__lzchan_shm_remove_if(path, &was);
+			}
 			/* Senders believe GONE only once our lock is free
 			 * (anyone can write the word): free it now rather than
 			 * at close(). */
@@ -1082,6 +1184,13 @@ int lzchan_unlink(const char *name)
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
+	{
+		struct stat st;
+
+		/* A receiver that died left its socket: it goes too. */
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			__lzchan_sock_unlink(path, &st);
+	}
 	return unlink(path) < 0 ? -errno : 0;
 }
 
@@ -1126,7 +1235,7 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	if (ret)
 		return ret;
 	for (tries = 0; ; tries++) {
-		ret = __lzchan_shm_create(path, &o, &created, NULL);
+		ret = __lzchan_shm_create(path, &o, false, &created, NULL);
 		if (ret != -EEXIST || (flags & LZCHAN_EXCL))
 			return ret ? ret : 1;
 		/* The name is taken: by a channel (fine), or by something

@@ -50,25 +50,42 @@ struct __lz_hello {
 	uint32_t lane;
 };
 
-/* The socket's address: beside the channel file, named after its inode. */
-static int __lz_sock_addr(const struct lzchan *ch, struct sockaddr_un *a)
+/* The socket's address for the channel file at @path (dev, ino): beside
+ * it, named after its inode. */
+static int __lz_sock_addr_of(const char *path, uint64_t dev, uint64_t ino,
+			     struct sockaddr_un *a)
 {
-	char path[PATH_MAX];
-	const char *slash;
-	struct stat st;
+	const char *slash = strrchr(path, '/');
 	int n;
 
-	if (fstat(ch->fd, &st) < 0 || __lzchan_shm_path(path, sizeof(path), ch->name))
-		return -1;
-	slash = strrchr(path, '/');
 	if (!slash)
 		return -1;
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
 	n = snprintf(a->sun_path, sizeof(a->sun_path), "%.*s/.lzchan-%llx-%llx.sock",
-		     (int)(slash - path), path, (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino);
+		     (int)(slash - path), path, (unsigned long long)dev,
+		     (unsigned long long)ino);
 	return n > 0 && (size_t)n < sizeof(a->sun_path) ? 0 : -1;
+}
+
+static int __lz_sock_addr(const struct lzchan *ch, struct sockaddr_un *a)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (fstat(ch->fd, &st) < 0 || __lzchan_shm_path(path, sizeof(path), ch->name))
+		return -1;
+	return __lz_sock_addr_of(path, st.st_dev, st.st_ino, a);
+}
+
+/* The channel file at @path (@st) is being removed: so is its socket,
+ * which a receiver that died left behind. */
+void __lzchan_sock_unlink(const char *path, const struct stat *st)
+{
+	struct sockaddr_un a;
+
+	if (!__lz_sock_addr_of(path, st->st_dev, st->st_ino, &a))
+		unlink(a.sun_path);
 }
 
 /* ---- receiver ---- */

@@ -130,6 +130,8 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 	out->slot_count = h.slot_count;
 	out->max_senders = h.max_senders;
 	out->numa_node = h.numa_node;
+	if (h.flags & SHM_FILE_TEMP)
+		out->create_flags |= LZCHAN_CREATE_TEMP;
 
 	base = page;		/* the channel areas follow the header page */
 	ret = __lz_pread(fd, &rx, sizeof(rx), base + h.layout.rx_off);

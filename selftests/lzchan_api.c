@@ -935,6 +935,80 @@ TEST(clean_close_or_crash)
 	lzchan_unlink(name);
 }
 
+/*
+ * A temporary channel (LZCHAN_TEMP) goes with its receiver: its name is
+ * removed when the receiver closes, and when it dies -- at once with the
+ * module; on shm by whoever next opens it, or by the next temporary
+ * channel its owner makes.  Handles already open keep working.
+ */
+TEST(temporary_channel_goes_with_its_receiver)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("temp"), *dead = lz_name("tdead"), *next = lz_name("tnext");
+	struct lzchan_chan_stat st;
+	struct lzchan *rx, *tx, *x;
+	int ready[2], s, r;
+	char buf[8], b;
+	pid_t pid;
+
+	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
+	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_RECEIVER | LZCHAN_TEMP, &o));
+	r = lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o);
+	if (r == -EOPNOTSUPP) {
+		EXPECT_FALSE(lz_expect_dev());
+		SKIP(return, "the module has no temporary channels");
+	}
+	ASSERT_EQ(0, r);
+	EXPECT_EQ(-EEXIST, lzchan_open(&x, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
+	ASSERT_EQ(0, lzchan_stat(name, &st, NULL));
+	EXPECT_TRUE(st.create_flags & LZCHAN_CREATE_TEMP);
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "q", 1));
+	EXPECT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	lzchan_close(rx);
+	EXPECT_EQ(-ENOENT, lzchan_stat(name, &st, NULL)) TH_LOG("the name outlived its receiver");
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "q", 1));
+	lzchan_close(tx);
+
+	/* Its receiver killed. */
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (lzchan_open(&x, dead, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o) ||
+		    write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &s, 0));
+	/* The next temporary channel of ours sweeps it away (shm); the
+	 * module has removed it already. */
+	ASSERT_EQ(0, lzchan_open(&rx, next, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
+	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL)) TH_LOG("a dead receiver's channel stayed");
+	EXPECT_EQ(-ENOENT, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
+
+	/* Killed again, and found by a sender that opens it. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (lzchan_open(&x, dead, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o) ||
+		    write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &s, 0));
+	EXPECT_EQ(-ENOENT, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL));
+	lzchan_close(rx);
+	EXPECT_EQ(-ENOENT, lzchan_stat(next, &st, NULL));
+}
+
 TEST(event_fd)
 {
 	struct pollfd pf;

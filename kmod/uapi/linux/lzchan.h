@@ -70,10 +70,12 @@ struct lzchan_features {
 #define LZCHAN_FEAT_USAGE	(1ULL << 5)	/* USAGE; per-tenant limits */
 #define LZCHAN_FEAT_DEPARTURES	(1ULL << 6)	/* lzchan_shm_hdr.departures */
 #define LZCHAN_FEAT_BYE		(1ULL << 7)	/* BYE; rx_bye, lzchan_shm_lane.bye */
+#define LZCHAN_FEAT_TEMP	(1ULL << 8)	/* LZCHAN_CREATE_TEMP */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
 				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE | \
-				 LZCHAN_FEAT_DEPARTURES | LZCHAN_FEAT_BYE)
+				 LZCHAN_FEAT_DEPARTURES | LZCHAN_FEAT_BYE | \
+				 LZCHAN_FEAT_TEMP)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -104,7 +106,19 @@ struct lzchan_create {
 
 #define LZCHAN_CREATE_EXCL		(1U << 0)	/* fail if the name exists */
 #define LZCHAN_CREATE_NODE_STRICT	(1U << 1)	/* no fallback to other nodes */
-#define LZCHAN_CREATE_FLAGS		(LZCHAN_CREATE_EXCL | LZCHAN_CREATE_NODE_STRICT)
+#define LZCHAN_CREATE_TEMP		(1U << 2)	/* the name goes with the
+							 * receiver (LZCHAN_FEAT_TEMP) */
+#define LZCHAN_CREATE_FLAGS		(LZCHAN_CREATE_EXCL | LZCHAN_CREATE_NODE_STRICT | \
+					 LZCHAN_CREATE_TEMP)
+
+/*
+ * LZCHAN_CREATE_TEMP: when a receiver of the channel lets go of it (closes,
+ * or dies), the kernel removes the channel's name, as LZCHAN_IOC_UNLINK
+ * would: open handles keep working, nobody new finds it, and its memory
+ * goes with the last handle.  Meant for a channel whose receiver opens it
+ * right after creating it (libchan's LZCHAN_TEMP), such as a client's
+ * reply channel: it cannot outlive the client.
+ */
 
 #define LZCHAN_NODE_LOCAL	(-1)	/* the node of the CPU running create */
 
