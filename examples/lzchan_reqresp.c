@@ -11,11 +11,12 @@
  *
  * A channel carries messages one way, to its receiver.  So the server
  * receives on NAME, and each client receives its replies on a channel of
- * its own, NAME.<pid>, whose name it sends in its first message.  The
- * server tells clients apart by their lane: each sender has its own, and
- * the lane a message came from is reported with it.  When a client goes
- * (closes, exits or dies) the server gets an end of stream (-EPIPE) for its
- * lane and forgets it.
+ * its own, NAME.<pid>, whose name it sends in its first message.  That
+ * channel is temporary (LZCHAN_TEMP): its name goes with the client, even
+ * one that is killed.  The server tells clients apart by their lane: each
+ * sender has its own, and the lane a message came from is reported with
+ * it.  When a client goes the server gets an end of stream (-EPIPE) for
+ * its lane and forgets it (lzchan_end_cause() says whether it crashed).
  *
  * Exit status: 0 all replies checked, 1 failure, 2 usage.
  */
@@ -24,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <lzchan.h>
@@ -55,16 +55,7 @@ static int fail(const char *what, int err)
 /* Open @name as a sender, waiting up to TIMEOUT_NS for it to be created. */
 static int open_sender(struct lzchan **ch, const char *name)
 {
-	struct timespec ms = { .tv_nsec = 1000000 };
-	int r, i;
-
-	for (i = 0; i < TIMEOUT_NS / 1000000; i++) {
-		r = lzchan_open(ch, name, LZCHAN_SENDER, NULL);
-		if (r != -ENOENT)
-			return r;
-		nanosleep(&ms, NULL);
-	}
-	return -ENOENT;
+	return lzchan_open_wait(ch, name, LZCHAN_SENDER, NULL, TIMEOUT_NS);
 }
 
 static int server(const char *name, long clients)
@@ -94,6 +85,8 @@ static int server(const char *name, long clients)
 	while (clients <= 0 || done < clients) {
 		n = lzchan_recv_wait(rx, &req, sizeof(req), &lane, -1);
 		if (n == -EPIPE) {		/* that client is gone */
+			if (lzchan_end_cause(rx, lane) == LZCHAN_END_LOST)
+				fprintf(stderr, "server: lane %u: the client died\n", lane);
 			lzchan_close(reply_to[lane]);
 			reply_to[lane] = NULL;
 			done++;
@@ -149,14 +142,15 @@ static int client(const char *name, long count)
 	long i;
 	int r;
 
-	/* Our reply channel first, so the server can open it. */
+	/* Our reply channel first, so the server can open it; temporary, so
+	 * that it goes with us however we end. */
 	snprintf(req.reply_to, sizeof(req.reply_to), "%.40s.%d", name, (int)getpid());
-	r = lzchan_open(&rx, req.reply_to, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, NULL);
+	r = lzchan_open(&rx, req.reply_to, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, NULL);
 	if (r)
 		return fail(req.reply_to, r);
 	r = open_sender(&tx, name);
 	if (r) {
-		lzchan_unlink(req.reply_to);
+		lzchan_close(rx);
 		return fail(name, r);
 	}
 	r = lzchan_send_wait(tx, &req, sizeof(req), TIMEOUT_NS);
@@ -182,8 +176,7 @@ static int client(const char *name, long count)
 		}
 	}
 	lzchan_close(tx);		/* the server sees our end of stream */
-	lzchan_close(rx);
-	lzchan_unlink(req.reply_to);
+	lzchan_close(rx);		/* and the reply channel's name goes */
 	if (r)
 		return fail(r == -ETIMEDOUT ? "no reply from the server" : "request", r);
 	printf("client: %ld requests answered and checked\n", count);
