@@ -744,6 +744,40 @@ TEST(blocking_calls_interrupted)
 	pair_close(&p);
 }
 
+/* A child opens @name as its receiver (with @flags) and waits to be
+ * killed: its pid once it is attached, or -1. */
+static pid_t receiver_child(const char *name, unsigned int flags, const struct lzchan_opts *o,
+			    int ready[2])
+{
+	struct lzchan *x;
+	pid_t pid = fork();
+	char b;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (lzchan_open(&x, name, LZCHAN_RECEIVER | flags, o) ||
+		    write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	return read(ready[0], &b, 1) == 1 ? pid : -1;
+}
+
+/* A child makes temporary channel @name as its receiver and is killed;
+ * 0 once it is dead. */
+static int temp_receiver_killed(const char *name, const struct lzchan_opts *o, int ready[2])
+{
+	pid_t pid = receiver_child(name, LZCHAN_CREATE | LZCHAN_TEMP, o, ready);
+	int st;
+
+	if (pid < 0)
+		return -ECHILD;
+	kill(pid, SIGKILL);
+	return waitpid(pid, &st, 0) == pid ? 0 : -ECHILD;
+}
+
 /*
  * lzchan_flush(): a sender learns whether a receiver took what it sent --
  * none yet (-ENOTCONN), not yet (-ETIMEDOUT), all (0), or the receiver
@@ -755,7 +789,7 @@ TEST(flush_tells_what_the_receiver_took)
 	const char *name = lz_name("flush");
 	int ready[2], st, i;
 	struct lzchan *rx, *tx;
-	char buf[16], b;
+	char buf[16];
 	pid_t pid;
 
 	ASSERT_EQ(1, lzchan_create(name, &o, LZCHAN_EXCL));
@@ -776,17 +810,8 @@ TEST(flush_tells_what_the_receiver_took)
 
 	/* A receiver killed (not closed) with messages it never took. */
 	ASSERT_EQ(0, pipe(ready));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		struct lzchan *r2;
-
-		if (lzchan_open(&r2, name, LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(ready[0], &b, 1));
+	pid = receiver_child(name, 0, NULL, ready);
+	ASSERT_LT(0, pid);
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, lzchan_send(tx, "b", 1));
 	kill(pid, SIGKILL);
@@ -914,17 +939,8 @@ TEST(clean_close_or_crash)
 	r = lzchan_end_cause(tx, LZCHAN_LANE_NONE);
 	EXPECT_TRUE(r == LZCHAN_END_CLOSED || (r == LZCHAN_END_UNKNOWN && !lz_expect_dev()))
 		TH_LOG("receiver closed: %d", r);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		struct lzchan *r2;
-
-		if (lzchan_open(&r2, name, LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(ready[0], &b, 1));
+	pid = receiver_child(name, 0, NULL, ready);
+	ASSERT_LT(0, pid);
 	EXPECT_EQ(0, lzchan_end_cause(tx, LZCHAN_LANE_NONE));
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
@@ -947,9 +963,8 @@ TEST(temporary_channel_goes_with_its_receiver)
 	const char *name = lz_name("temp"), *dead = lz_name("tdead"), *next = lz_name("tnext");
 	struct lzchan_chan_stat st;
 	struct lzchan *rx, *tx, *x;
-	int ready[2], s, r;
-	char buf[8], b;
-	pid_t pid;
+	int ready[2], r;
+	char buf[8];
 
 	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
 	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_RECEIVER | LZCHAN_TEMP, &o));
@@ -972,18 +987,7 @@ TEST(temporary_channel_goes_with_its_receiver)
 
 	/* Its receiver killed. */
 	ASSERT_EQ(0, pipe(ready));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		if (lzchan_open(&x, dead, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o) ||
-		    write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(ready[0], &b, 1));
-	kill(pid, SIGKILL);
-	ASSERT_EQ(pid, waitpid(pid, &s, 0));
+	ASSERT_EQ(0, temp_receiver_killed(dead, &o, ready));
 	/* The next temporary channel of ours sweeps it away (shm); the
 	 * module has removed it already. */
 	ASSERT_EQ(0, lzchan_open(&rx, next, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
@@ -991,18 +995,7 @@ TEST(temporary_channel_goes_with_its_receiver)
 	EXPECT_EQ(-ENOENT, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
 
 	/* Killed again, and found by a sender that opens it. */
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		if (lzchan_open(&x, dead, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_TEMP, &o) ||
-		    write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	ASSERT_EQ(1, read(ready[0], &b, 1));
-	kill(pid, SIGKILL);
-	ASSERT_EQ(pid, waitpid(pid, &s, 0));
+	ASSERT_EQ(0, temp_receiver_killed(dead, &o, ready));
 	EXPECT_EQ(-ENOENT, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
 	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL));
 	lzchan_close(rx);

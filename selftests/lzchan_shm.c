@@ -559,6 +559,15 @@ static uint64_t hw_sum(const struct hw_msg *m, const unsigned char *body)
 	return h;
 }
 
+/* Milliseconds on the monotonic clock. */
+static uint64_t hw_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static uint64_t hw_rand(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -578,19 +587,14 @@ static void hw_sender(const char *name, uint32_t id, int ms, int fd)
 	struct lzchan_geom g;
 	struct lzchan *tx;
 	uint32_t seq = 0, i;
-	struct timespec ts;
 	int r;
 
 	if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL) || lzchan_geometry(tx, &g))
 		_exit(1);
 	if (write(fd, &g.lane, sizeof(g.lane)) != sizeof(g.lane))
 		_exit(2);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	end = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000 + ms;
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= end)
-			break;
+	end = hw_ms() + ms;
+	while (hw_ms() < end) {
 		m->magic = HW_MAGIC;
 		m->sender = id;
 		m->seq = seq;
@@ -617,7 +621,7 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
 	long page = sysconf(_SC_PAGESIZE);
 	struct lzchan_shm_hdr *hdr;
 	unsigned char *p;
-	struct timespec ts, nap = { .tv_nsec = 20000 };
+	struct timespec nap = { .tv_nsec = 20000 };
 	uint64_t end, r;
 	struct stat st;
 	int fd = open(path, O_RDWR);
@@ -628,12 +632,8 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
 	if (p == MAP_FAILED)
 		_exit(2);
 	hdr = (struct lzchan_shm_hdr *)(p + page);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	end = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000 + ms;
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= end)
-			break;
+	end = hw_ms() + ms;
+	while (hw_ms() < end) {
 		r = hw_rand(&seed);
 		switch (r % 8) {
 		case 0: case 1: case 2:		/* any byte, any word */
@@ -692,7 +692,6 @@ TEST(hostile_writer_loses_nothing_silently)
 	uint64_t t0, reaped_at = 0, forged = 0, bad = 0, good = 0, errs = 0;
 	pid_t kids[HW_SENDERS + 1];
 	struct lzchan *rx;
-	struct timespec ts;
 
 	shm_dir(_metadata, dir, sizeof(dir));
 	path_of(path, sizeof(path), dir, "hostile");
@@ -714,14 +713,11 @@ TEST(hostile_writer_loses_nothing_silently)
 	if (!kids[HW_SENDERS])
 		hw_scribbler(path, 3000, 0x1234567 ^ (uint64_t)getpid());
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+	t0 = hw_ms();
 	alive = HW_SENDERS + 1;
 	for (;;) {
-		uint64_t now;
+		uint64_t now = hw_ms();
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
 		ASSERT_LT(now - t0, 30000) TH_LOG("hung: %d processes left", alive);
 		while (alive && waitpid(-1, &st, WNOHANG) > 0) {
 			EXPECT_TRUE(WIFEXITED(st)) TH_LOG("a child died: status %#x", st);
