@@ -143,28 +143,38 @@ static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i)
 }
 
 /*
- * A lane whose sender and receiver disagree: nothing is ready at the
- * receiver's position @pos, but the sender says (tx->tail) it stands
- * elsewhere.  Behind: one overwritten seq word (or any garbage over the
- * lane) leaves a slot that is never ready, the lane stalls for ever and
- * the sender blocks on a full ring.  Ahead: a forged pad (or length) made
- * the receiver skip what the sender wrote.  An honest sender stores tail
- * after each message's (and pad's) seq, so it disagrees no longer than a
- * store takes to be seen.  Such a lane is reported (-EBADMSG) and
- * abandoned like one holding garbage, never waited on, never ended as if
- * clean: at once for a sender that has gone (its last stores are
+ * A stalled lane: nothing is ready at the receiver's position @pos, but
+ * the sender says (tx->tail) it wrote past it.  One overwritten seq word
+ * (or any garbage over the lane) leaves a slot that is never ready; the
+ * lane would stop there for ever while the sender blocks on a full ring,
+ * and once the sender left, its end would look clean with its last
+ * messages lost.  An honest sender stores tail after each message's (and
+ * pad's) seq, so it claims more than is there no longer than a store takes
+ * to be seen.  Such a lane is reported (-EBADMSG) and abandoned like one
+ * holding garbage: at once for a sender that has gone (its last stores are
  * visible), after STALL_NS at the same position for one still there.
+ *
+ * Only a tail ahead of us counts (by any amount: more than a ring means the
+ * sender overwrote what we had not read, given room by a forged head).
+ * A tail *behind* the receiver is what a lane looks
+ * like between a reuse and its new sender's first store of tail (the
+ * module zeroes it; that sender may be slow to get there), and the one way
+ * to put the receiver ahead -- a forged pad -- is refused by its length
+ * (__lz_rx_look()).
  */
 #define STALL_NS		10000000ULL
 
-static bool __lz_rx_tail_disagrees(struct lzchan *ch, const struct __lzchan_rxlane *rl,
-				   uint32_t pos)
+static bool __lz_rx_claims_more(struct lzchan *ch, const struct __lzchan_rxlane *rl,
+				uint32_t pos)
 {
 	const struct lzchan_shm_tx *tx = (const void *)(rl->slots - ch->layout.lane_slots);
-
 	/* Relaxed: only compared; a gone sender's is ordered by the acquire
 	 * of its CLOSED status, a live one's is given STALL_NS to agree. */
-	return __lz_load(&tx->tail) != pos;
+	uint32_t tail = __lz_load(&tx->tail);
+
+	/* Ahead by any amount: by more than a ring, the sender overwrote
+	 * what we had not read (a forged head gave it the room). */
+	return (int32_t)(tail - pos) > 0;
 }
 
 static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
@@ -172,7 +182,7 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 	struct __lzchan_rxwatch *w = &ch->watch[i];
 	uint64_t now;
 
-	if (!__lz_rx_tail_disagrees(ch, &ch->f.lanes[i], pos)) {
+	if (!__lz_rx_claims_more(ch, &ch->f.lanes[i], pos)) {
 		w->stall_ns = 0;
 		return false;
 	}
@@ -253,7 +263,7 @@ static int __lz_tx_pad(struct lzchan *ch)
 	__lz_store_rel(&h->seq, ch->f.tail + 1);
 	ch->f.tail += pad;
 	/* Relaxed, as in __lz_tx_publish(): the receiver checks that it
-	 * stands where we say we are (__lz_rx_tail_disagrees()). */
+	 * is not left behind us (__lz_rx_claims_more()). */
 	__lz_store(&ch->f.tx->tail, ch->f.tail);
 	return 0;
 }
@@ -859,7 +869,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	if (r)
 		return r > 0 ? 1 : r;
 	/* It says it stands elsewhere: not a clean end. */
-	if (__lz_rx_tail_disagrees(ch, rl, pos))
+	if (__lz_rx_claims_more(ch, rl, pos))
 		return -EBADMSG;
 	rl->peek = rl->head = pos;
 	rl->state = __LZ_RL_DONE;
