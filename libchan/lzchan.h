@@ -383,14 +383,18 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
  * A file descriptor that becomes readable when the receiver should look
  * at the channel, for epoll/poll/io_uring.  Before waiting on it call
  * lzchan_arm(): 0 means armed (wait), -EAGAIN means messages are waiting
- * (receive them first).  Receiving disarms.
- * Errors: -EOPNOTSUPP on the shm backend, -EBADF for a sender.
+ * (receive them first).  Receiving disarms.  The module's eventfd, or on
+ * shm an epoll set over the receiver's Unix socket (lzchan_sock.c).
+ * Errors: -EBADF for a sender; -EOPNOTSUPP on shm when the receiver could
+ * not create its socket; -ENOSYS (arm) without membarrier.
  */
 int lzchan_event_fd(struct lzchan *ch);
 int lzchan_arm(struct lzchan *ch);
 
-/* Who is on @lane (LZCHAN_LANE_NONE: the receiver), as the kernel saw it.
- * -EOPNOTSUPP on the shm backend, -ENOTCONN when nobody is there. */
+/* Who is on @lane (LZCHAN_LANE_NONE: the receiver), as the kernel saw it
+ * (the module at open; on shm SO_PEERCRED of the sender's connection to
+ * the receiver's socket).  -ENOTCONN when nobody is there (or, on shm, the
+ * sender has not connected yet); -EOPNOTSUPP on shm without the socket. */
 int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 		uint32_t *gid);
 

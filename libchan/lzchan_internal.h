@@ -66,6 +66,8 @@ struct lzchan {
 	uint32_t lane;			/* sender's lane */
 	bool created;			/* lzchan_open() created the channel */
 	bool temp;			/* shm: a temporary channel (LZCHAN_TEMP) */
+	bool claimed;			/* shm: we hold our role's lock (the close
+					 * speaks for the role only then) */
 	uint64_t file_dev, file_ino;	/* shm: the channel file */
 	bool bye_known;			/* clean closes are recorded (shm; a
 					 * module with LZCHAN_FEAT_BYE) */
@@ -116,6 +118,7 @@ struct lzchan {
 	int lsock;			/* receiver: listening, or -1 */
 	bool sock_bound;		/* receiver: its name is ours to remove */
 	int *conn;			/* receiver: per lane, the sender's, or -1 */
+	uint32_t *conn_gen;		/* receiver: per lane, its generation */
 	struct ucred *cred;		/* receiver: per lane, from SO_PEERCRED */
 #define LZCHAN_SOCK_PENDING	16
 	int pending[LZCHAN_SOCK_PENDING];	/* accepted, no hello yet */

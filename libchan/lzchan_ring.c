@@ -124,15 +124,19 @@ static bool __lz_tx_rx_gone(struct lzchan *ch)
 }
 
 /* Lane @i's status says CLOSED for its sender: is that sender really
- * gone?  (See STATUS_HELD_NS.) */
-static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i)
+ * gone?  (See STATUS_HELD_NS.)  @fresh: look at the lock whatever an
+ * earlier look said -- before parking, where a stale "held" would sleep
+ * through the closing sender's wake (it unlocked, saw us awake, and woke
+ * nobody). */
+static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i, bool fresh)
 {
 	uint64_t now;
 
 	if (ch->backend != LZCHAN_BACKEND_SHM)
 		return true;
 	now = __lzchan_now_ns();
-	if (ch->watch[i].closed_held_ns && now - ch->watch[i].closed_held_ns < STATUS_HELD_NS)
+	if (!fresh && ch->watch[i].closed_held_ns &&
+	    now - ch->watch[i].closed_held_ns < STATUS_HELD_NS)
 		return false;
 	if (__lzchan_shm_lane_alive(ch, i) == 1) {
 		ch->watch[i].closed_held_ns = now;	/* overwritten, or closing */
@@ -172,8 +176,13 @@ static bool __lz_rx_claims_more(struct lzchan *ch, const struct __lzchan_rxlane 
 	 * of its CLOSED status, a live one's is given STALL_NS to agree. */
 	uint32_t tail = __lz_load(&tx->tail);
 
-	/* Ahead by any amount: by more than a ring, the sender overwrote
-	 * what we had not read (a forged head gave it the room). */
+	/* shm: ahead by any amount; by more than a ring, the sender overwrote
+	 * what we had not read (a forged head gave it the room).  dev: only
+	 * we write our head, so at most a ring -- and the module zeroes a
+	 * reused lane's tail, which from a position past 2^31 would look
+	 * ahead in the signed sense. */
+	if (ch->backend == LZCHAN_BACKEND_DEV)
+		return (uint32_t)(tail - pos - 1) < ch->f.slot_count;
 	return (int32_t)(tail - pos) > 0;
 }
 
@@ -685,7 +694,7 @@ static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
 			rl->state = __LZ_RL_IDLE;
 	}
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE &&
-	    __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes)))
+	    __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes), true))
 		return true;
 	seq = __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq);
 	return seq == rl->peek + 1;
@@ -701,7 +710,11 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	/* Relaxed: only we write parked; senders read it after publishing
 	 * (see __lz_tx_notify()), and we are not parked yet. */
 	ch->parked = (__lz_load(&ch->f.rx->parked) + 1) & ~1U;
-	__lz_store(&ch->f.rx->parked, ch->parked);
+	/* An earlier receiver may have left armed (it closed or died while
+	 * waiting on its event fd): we park on the futex until we arm.
+	 * Relaxed: published by the release store of parked. */
+	__lz_store(&ch->f.rx->armed, 0);
+	__lz_store_rel(&ch->f.rx->parked, ch->parked);
 	/* Before the lane statuses: a departure after this load moves the
 	 * count again.  Pairs with the release of departures by the module
 	 * or a shm sender (see __lz_rx_bell()). */
@@ -773,6 +786,18 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 							      ch->f.slot_size -
 							      sizeof(struct lzchan_slot_hdr))
 				return -EBADMSG;
+			/* shm: a pad is taken only once its sender's tail has
+			 * passed it.  A stale pad from the last lap under a
+			 * forged seq (anyone may write the file) is exact in
+			 * length too, and skipping it would pass over what
+			 * the sender writes next; an honest sender stores its
+			 * tail right after the pad's seq (__lz_tx_pad()).
+			 * Relaxed: a tail not seen yet only means "not yet". */
+			if (ch->backend == LZCHAN_BACKEND_SHM &&
+			    (int32_t)(__lz_load(&((const struct lzchan_shm_tx *)
+						   (rl->slots - ch->layout.lane_slots))->tail) -
+				      (*pos + ch->f.slot_count - idx)) < 0)
+				return 0;
 			*pos += ch->f.slot_count - idx;
 			continue;
 		}
@@ -859,7 +884,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED)
 		return __lz_rx_stalled(ch, i, pos) ? -EBADMSG : -EAGAIN;
 	/* shm: a CLOSED its sender's lock denies is not an end (yet). */
-	if (!__lz_rx_sender_gone(ch, i)) {
+	if (!__lz_rx_sender_gone(ch, i, false)) {
 		ch->departed = true;	/* look again (__lz_rx_departed()) */
 		return -EAGAIN;
 	}
@@ -897,15 +922,19 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
  * no receiver attached, the module also reuses a lane when no message is
  * ready at the published head (we may have attached during its scrub).
  */
-static bool __lz_rx_broken_over(const struct __lzchan_rxlane *rl)
+static bool __lz_rx_broken_over(struct lzchan *ch, uint32_t i)
 {
+	const struct __lzchan_rxlane *rl = &ch->f.lanes[i];
 	/* Pairs with the release store of the lane status (module, a shm
 	 * sender's close or claim, a receiver's liveness CAS). */
 	uint64_t st = __lz_load_acq(&rl->info->status);
 
 	if (LZCHAN_STATUS_GEN(st) != rl->gen)
 		return true;
-	return LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->peek == rl->head;
+	/* shm: a CLOSED its sender's lock denies is not its end (a forged
+	 * word must not end a live sender's lane for ever). */
+	return LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->peek == rl->head &&
+	       __lz_rx_sender_gone(ch, i, false);
 }
 
 /* Lane @i was just found holding garbage (-EBADMSG is being reported). */
@@ -925,7 +954,7 @@ static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
 	 * without one starts where we resume (__lz_rx_broken()). */
 	__lz_rx_publish(ch, rl, true);
 	/* Its sender may be gone already: the end is owed at once. */
-	if (__lz_rx_broken_over(rl)) {
+	if (__lz_rx_broken_over(ch, i)) {
 		ch->broken_over = true;
 		ch->quiet_left = 0;
 	}
@@ -954,7 +983,8 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 		rl->state = __LZ_RL_IDLE;
 		return -EPIPE;
 	}
-	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->peek != rl->head)
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_CLOSED || rl->peek != rl->head ||
+	    !__lz_rx_sender_gone(ch, i, false))
 		return -EBADMSG;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);
@@ -1175,7 +1205,7 @@ static void __lz_rx_scan(struct lzchan *ch)
 			/* Never polled again; its end is owed once its sender
 			 * has gone (the dev backend's eventfd fires then, a
 			 * shm sender's death shows in its lock, above). */
-			if (__lz_rx_broken_over(rl)) {
+			if (__lz_rx_broken_over(ch, i)) {
 				ch->broken_over = true;
 				ch->quiet_left = 0;
 			}
@@ -1207,7 +1237,7 @@ static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
 		uint64_t st = __lz_load_acq(&rl->info->status);
 
 		if (rl->state == __LZ_RL_BROKEN) {
-			if (__lz_rx_broken_over(rl)) {
+			if (__lz_rx_broken_over(ch, i)) {
 				if (__lz_rx_broken(ch, i, m) == -EPIPE)
 					return -EPIPE;
 			} else if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED) {

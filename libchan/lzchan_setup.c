@@ -610,8 +610,12 @@ static int __lzchan_shm_remove_if(const char *path, const struct stat *was)
 	}
 	/* The name had been given to another file meanwhile: put it back,
 	 * unless yet another took the name; then that one stands. */
-	if (renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE) < 0)
-		unlink(aside);
+	if (renameat2(AT_FDCWD, aside, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+		if (errno == EEXIST)
+			unlink(aside);		/* its name is someone else's now */
+		else
+			rename(aside, path);	/* no RENAME_NOREPLACE here */
+	}
 	return 0;
 }
 
@@ -767,6 +771,17 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 
 		if (__lzchan_lock(ch->fd, LOCK_BASE))
 			return -EBUSY;
+		ch->claimed = true;
+		/* The doorbell socket before ATTACHED: a sender that sees us
+		 * there finds us listening.  Without one (the directory takes
+		 * no new name from us, say) there is no event fd and no
+		 * credentials; the rest works. */
+		if (__lzchan_sock_listen(ch)) {
+			__lzchan_sock_close(ch);
+			if (ch->evfd >= 0)
+				close(ch->evfd);
+			ch->evfd = -1;
+		}
 		/* Relaxed: we hold the receiver lock, no one else writes it. */
 		st = __lz_load(&ch->f.hdr->rx_status);
 		/* Pairs with the senders' acquire loads of rx_status. */
@@ -812,6 +827,7 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 		 * the scrub above is visible before the new generation. */
 		__lz_store_rel(status, LZCHAN_STATUS(gen + 1, LZCHAN_LANE_ATTACHED));
 		ch->lane = i;
+		ch->claimed = true;
 		return 0;
 	}
 	return -EUSERS;
@@ -932,17 +948,6 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
 		    LZCHAN_RX_ATTACHED)
 			(void)__lzchan_sock_connect(ch);
-	} else if (__lzchan_sock_listen(ch)) {
-		/* No socket (the directory takes no new name from us, say):
-		 * no event fd and no credentials, the rest works. */
-		__lzchan_sock_close(ch);
-		ch->conn = NULL;
-		ch->cred = NULL;
-		ch->lsock = -1;
-		ch->sock = -1;
-		if (ch->evfd >= 0)
-			close(ch->evfd);
-		ch->evfd = -1;
 	}
 	return 0;
 }
@@ -1079,16 +1084,20 @@ void lzchan_close(struct lzchan *ch)
 		return;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr && __lzchan_guard_lost(ch->guard))
 		reach = __lzchan_shm_reach(ch, &reach_len, &reach_guard);
-	if (ch->backend == LZCHAN_BACKEND_SHM)
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.role == LZCHAN_RECEIVER)
 		__lzchan_sock_close(ch);	/* before GONE: no new doorbell */
-	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr) {
+	/* shm: only a handle that holds its role speaks for it (a second
+	 * receiver refused with -EBUSY must not say GONE for the first). */
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr && ch->claimed) {
 		/* The module does this for the dev backend when our file goes. */
 		if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 			uint64_t st = __lz_load(&ch->f.hdr->rx_status);
 
 			__lzchan_rx_publish_all(ch);
-			/* A clean close (lzchan_end_cause()); relaxed:
-			 * published by the release store of GONE. */
+			/* Not armed any more (a next receiver starts with its
+			 * own futex), and a clean close (lzchan_end_cause());
+			 * relaxed: published by the release store of GONE. */
+			__lz_store(&ch->f.rx->armed, 0);
 			__lz_store(&ch->f.hdr->rx_bye, LZCHAN_STATUS_GEN(st));
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
@@ -1136,6 +1145,10 @@ void lzchan_close(struct lzchan *ch)
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);
 	}
+	/* A sender's connection goes after its CLOSED: its hang-up then
+	 * finds the receiver with the status to read. */
+	if (ch->backend == LZCHAN_BACKEND_SHM)
+		__lzchan_sock_close(ch);
 	/* dev: a clean close, for the module to record (old modules:
 	 * ENOTTY, nothing recorded). */
 	if (ch->backend == LZCHAN_BACKEND_DEV && ch->fd >= 0)
@@ -1185,11 +1198,16 @@ int lzchan_unlink(const char *name)
 	if (ret)
 		return ret;
 	{
+		int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		struct stat st;
 
-		/* A receiver that died left its socket: it goes too. */
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		/* A receiver that died left its socket: it goes too (a live
+		 * one's stays: handles keep working after an unlink). */
+		if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
+		    __lzchan_locked(f, LOCK_BASE) == 0)
 			__lzchan_sock_unlink(path, &st);
+		if (f >= 0)
+			close(f);
 	}
 	return unlink(path) < 0 ? -errno : 0;
 }

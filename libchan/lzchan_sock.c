@@ -96,16 +96,19 @@ int __lzchan_sock_listen(struct lzchan *ch)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
 	struct sockaddr_un a;
+	char proc[32];
 	struct stat st;
 	uint32_t i;
+	int r, pf;
 
 	ch->conn = malloc(ch->f.max_senders * sizeof(*ch->conn));
+	ch->conn_gen = calloc(ch->f.max_senders, sizeof(*ch->conn_gen));
 	ch->cred = calloc(ch->f.max_senders, sizeof(*ch->cred));
-	if (!ch->conn || !ch->cred)
+	if (!ch->conn || !ch->conn_gen || !ch->cred)
 		return -ENOMEM;
 	for (i = 0; i < ch->f.max_senders; i++)
 		ch->conn[i] = -1;
-	if (__lz_sock_addr(ch, &a) || fstat(ch->fd, &st) < 0)
+	if (__lz_sock_addr(ch, &a))
 		return -ENAMETOOLONG;
 	ch->evfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ch->evfd < 0)
@@ -113,19 +116,32 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	ch->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ch->lsock < 0)
 		return -errno;
-	/* We hold the receiver lock: a socket there is a dead receiver's. */
+	/* We hold the receiver lock: a socket there is a dead receiver's
+	 * (or a squatter's, which the sticky directory keeps: then bind
+	 * fails and we go without; senders check whom they talk to). */
 	unlink(a.sun_path);
 	if (bind(ch->lsock, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return -errno;
 	ch->sock_bound = true;
-	/* Whoever may open the channel may ring. */
-	if (chmod(a.sun_path, st.st_mode & 0666) < 0 || listen(ch->lsock, 64) < 0 ||
-	    epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->lsock, &ev) < 0)
+	/* Anyone may connect (mode 0666): a stranger can only wake us for
+	 * nothing, and is believed about a lane only with that lane's lock
+	 * (__lz_sock_hello()).  Through an O_PATH descriptor of the socket
+	 * itself, never a name someone could have swapped for a link. */
+	pf = open(a.sun_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pf < 0)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pf);
+	r = fstat(pf, &st) == 0 && S_ISSOCK(st.st_mode) && chmod(proc, 0666) == 0 ? 0 : -EPERM;
+	close(pf);
+	if (r)
+		return r;
+	if (listen(ch->lsock, 64) < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->lsock, &ev) < 0)
 		return -errno;
 	return 0;
 }
 
-/* The receiver leaves: its socket's name goes with it. */
+/* Close the socket side of @ch: the receiver's name goes with it.  Every
+ * field is reset, so a second call (or a later ring) finds nothing. */
 void __lzchan_sock_close(struct lzchan *ch)
 {
 	struct sockaddr_un a;
@@ -139,12 +155,19 @@ void __lzchan_sock_close(struct lzchan *ch)
 			close(ch->conn[i]);
 	for (i = 0; i < ch->npending; i++)
 		close(ch->pending[i]);
+	ch->npending = 0;
 	if (ch->lsock >= 0)
 		close(ch->lsock);
+	ch->lsock = -1;
 	if (ch->sock >= 0)
 		close(ch->sock);
+	ch->sock = -1;
 	free(ch->conn);
+	free(ch->conn_gen);
 	free(ch->cred);
+	ch->conn = NULL;
+	ch->conn_gen = NULL;
+	ch->cred = NULL;
 }
 
 static void __lz_sock_drop(struct lzchan *ch, int fd)
@@ -159,7 +182,7 @@ static void __lz_sock_drop(struct lzchan *ch, int fd)
 static int __lz_sock_hello(struct lzchan *ch, int fd, bool watched)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct __lz_hello h;
@@ -175,17 +198,32 @@ static int __lz_sock_hello(struct lzchan *ch, int fd, bool watched)
 	struct ucred cred;
 	int64_t byte;
 	ssize_t n;
-	int sfd = -1, ok = 0;
+	int sfd = -1, nfds = 0, ok = -1;
 
 	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return 0;
-	c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&sfd, CMSG_DATA(c), sizeof(int));
-	if (n != (ssize_t)sizeof(h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || sfd < 0 ||
-	    h.magic != HELLO_MAGIC || h.lane >= ch->f.max_senders)
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	/* Every descriptor that came is ours to close: keep one, only if it
+	 * came alone. */
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int x;
+
+			memcpy(&x, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (!nfds++)
+				sfd = x;
+			else
+				close(x);
+		}
+	}
+	if (n != (ssize_t)sizeof(h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    nfds != 1 || h.magic != HELLO_MAGIC || h.lane >= ch->f.max_senders)
 		goto out;
 	/* The same file, and the open file description that holds the
 	 * lane's lock: its lock conflicts with ours, not with its own. */
@@ -196,16 +234,23 @@ static int __lz_sock_hello(struct lzchan *ch, int fd, bool watched)
 		goto out;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		goto out;
+	/* Watched under a tag naming lane and descriptor, before it is
+	 * published: an event for a predecessor is then told apart. */
+	ev.data.u64 = h.lane | (uint64_t)(uint32_t)fd << 32;
+	if (epoll_ctl(ch->evfd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto out;
 	if (ch->conn[h.lane] >= 0)
 		__lz_sock_drop(ch, ch->conn[h.lane]);	/* the lane's previous sender */
 	ch->conn[h.lane] = fd;
 	ch->cred[h.lane] = cred;
-	ev.data.u64 = h.lane;
-	ok = epoll_ctl(ch->evfd, watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) == 0 ? 1 : -1;
+	/* The generation it spoke for (lzchan_peer() answers for it only).
+	 * Pairs with the release store of the lane status. */
+	ch->conn_gen[h.lane] = LZCHAN_STATUS_GEN(__lz_load_acq(&ch->lane_info[h.lane].status));
+	ok = 1;
 out:
 	if (sfd >= 0)
 		close(sfd);
-	return ok ? ok : -1;
+	return ok;
 }
 
 /* Take new connections and hellos, and drain the wake bytes. */
@@ -256,8 +301,9 @@ void __lzchan_sock_service(struct lzchan *ch)
 					__lz_sock_drop(ch, fd);
 			} else {
 				lane = (uint32_t)tag;
-				if (lane >= ch->f.max_senders || ch->conn[lane] < 0)
-					continue;
+				fd = (int)(uint32_t)(tag >> 32);
+				if (lane >= ch->f.max_senders || ch->conn[lane] != fd)
+					continue;	/* a predecessor's event */
 				if (evs[k].events & (EPOLLHUP | EPOLLERR)) {
 					__lz_sock_drop(ch, ch->conn[lane]);
 					ch->conn[lane] = -1;
@@ -278,10 +324,36 @@ int __lzchan_sock_peer(struct lzchan *ch, uint32_t lane, struct ucred *out)
 	__lzchan_sock_service(ch);
 	/* Its sender must still be the one that said hello: the lock is
 	 * held by that connection's file (checked again: it may have left). */
-	if (ch->conn[lane] < 0 || __lzchan_shm_lane_alive(ch, lane) != 1)
+	if (ch->conn[lane] < 0 || __lzchan_shm_lane_alive(ch, lane) != 1 ||
+	    /* Pairs with the release store of the lane status. */
+	    ch->conn_gen[lane] != LZCHAN_STATUS_GEN(__lz_load_acq(&ch->lane_info[lane].status)))
 		return -ENOTCONN;
 	*out = ch->cred[lane];
 	return 0;
+}
+
+/* May the process @c open the channel file read-write (as its receiver
+ * does)?  By the file's mode, as the kernel would judge its open. */
+static bool __lz_may_receive(const struct lzchan *ch, const struct ucred *c)
+{
+	gid_t groups[64];
+	socklen_t gl = sizeof(groups);
+	struct stat st;
+	unsigned int i, n;
+
+	if (fstat(ch->fd, &st) < 0)
+		return false;
+	if (c->uid == 0)
+		return true;
+	if (c->uid == st.st_uid)
+		return (st.st_mode & 0600) == 0600;
+	if (c->gid == st.st_gid)
+		return (st.st_mode & 060) == 060;
+	if (getsockopt(ch->sock, SOL_SOCKET, SO_PEERGROUPS, groups, &gl) == 0)
+		for (i = 0, n = gl / sizeof(gid_t); i < n; i++)
+			if (groups[i] == st.st_gid)
+				return (st.st_mode & 060) == 060;
+	return (st.st_mode & 06) == 06;
 }
 
 /* ---- sender ---- */
@@ -320,9 +392,13 @@ int __lzchan_sock_connect(struct lzchan *ch)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &ch->fd, sizeof(int));
+	/* Our channel file goes to whoever listens there: only to a process
+	 * that may open the channel as its receiver anyway (read and write
+	 * by the file's mode), never to a stranger who took the name. */
 	if (connect(ch->sock, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    sendmsg(ch->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
-	    getsockopt(ch->sock, SOL_SOCKET, SO_PEERCRED, &ch->rx_cred, &cl) < 0) {
+	    getsockopt(ch->sock, SOL_SOCKET, SO_PEERCRED, &ch->rx_cred, &cl) < 0 ||
+	    !__lz_may_receive(ch, &ch->rx_cred) ||
+	    sendmsg(ch->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
 		close(ch->sock);
 		ch->sock = -1;
 		return -1;

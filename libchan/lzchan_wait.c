@@ -88,6 +88,8 @@ int __lzchan_heavy_barrier(struct lzchan *ch)
 
 void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 {
+	uint32_t before = ch->f.woken_parked;
+
 	ch->f.woken_parked = parked;
 	if (ch->backend == LZCHAN_BACKEND_DEV) {
 		/* 1 signalled, 0 no eventfd, EPIPE receiver gone: the next
@@ -99,8 +101,17 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 		 * parked; this fence orders that load before the one of
 		 * armed, so an episode of an armed receiver is seen armed. */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__lz_load(&ch->f.rx->armed) && __lzchan_sock_ring(ch) == 0)
-			return;		/* it waits on its event fd */
+		if (__lz_load(&ch->f.rx->armed)) {
+			/* It waits on its event fd: an armed receiver
+			 * listens, so connect now if need be. */
+			ch->sock_tried_ns = 0;
+			if (__lzchan_sock_ring(ch) == 0)
+				return;
+			/* Not reached: this episode is not woken, the next
+			 * send tries again (the futex wake below reaches a
+			 * receiver that disarmed meanwhile). */
+			ch->f.woken_parked = before;
+		}
 		/* Change the word the receiver waits on, then wake it: a wake
 		 * landing before its futex wait then makes the wait return.
 		 * Pairs with the acquire load of wake_word in

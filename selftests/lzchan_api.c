@@ -3,6 +3,7 @@
  * liblzchan, call by call: every API call and its errors.  Runs on the
  * host (shm backend) and in the VM rig (dev backend, LZCHAN_EXPECT_DEV=1).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
@@ -1000,6 +1001,57 @@ TEST(temporary_channel_goes_with_its_receiver)
 	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL));
 	lzchan_close(rx);
 	EXPECT_EQ(-ENOENT, lzchan_stat(next, &st, NULL));
+}
+
+static int open_fds(void)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * A second receiver is refused (-EBUSY) without a trace on the live one:
+ * its failed open must not say GONE, "closed cleanly" or take the
+ * socket.  And handles come and go without leaking descriptors, with the
+ * receiver armed (senders then ring it through its socket on shm).
+ */
+TEST(refused_receiver_and_handles_leave_no_trace)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	struct lzchan *rx2, *t;
+	struct pair p;
+	char buf[8];
+	int i, before;
+
+	ASSERT_EQ(0, pair_open(&p, "trace", o));
+	EXPECT_EQ(-EBUSY, lzchan_open(&rx2, p.name, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(0, lzchan_wait_receiver(p.tx, 0));
+	EXPECT_EQ(0, lzchan_end_cause(p.tx, LZCHAN_LANE_NONE));
+	EXPECT_EQ(0, lzchan_send(p.tx, "a", 1));
+	EXPECT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_LE(0, lzchan_event_fd(p.rx));
+	EXPECT_EQ(0, lzchan_peer(p.rx, 0, NULL, NULL, NULL));
+
+	before = open_fds();
+	for (i = 0; i < 50; i++) {
+		ASSERT_EQ(0, lzchan_open(&t, p.name, LZCHAN_SENDER, NULL));
+		ASSERT_EQ(0, lzchan_arm(p.rx));
+		ASSERT_EQ(0, lzchan_send(t, "b", 1));	/* rings the armed receiver */
+		lzchan_close(t);
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+		while (lzchan_recv(p.rx, buf, sizeof(buf), NULL) != -EAGAIN)
+			;	/* its end */
+	}
+	EXPECT_EQ(before, open_fds()) TH_LOG("descriptors leaked over 50 senders");
+	pair_close(&p);
 }
 
 TEST(event_fd)

@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -607,9 +610,11 @@ static void hw_sender(const char *name, uint32_t id, int ms, int fd)
 			break;		/* its lane was abandoned, or worse */
 		seq++;
 	}
-	lzchan_flush(tx, 200000000);
+	/* Did the receiver take everything?  Where a hostile writer has
+	 * erased the traces in the file, only the sender can tell. */
+	r = lzchan_flush(tx, 1000000000);
 	lzchan_close(tx);
-	if (write(fd, &seq, sizeof(seq)) != sizeof(seq))
+	if (write(fd, &seq, sizeof(seq)) != sizeof(seq) || write(fd, &r, sizeof(r)) != sizeof(r))
 		_exit(3);
 	_exit(0);
 }
@@ -677,9 +682,11 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
  * honest senders in other processes send numbered, checksummed messages.
  * Nobody crashes or hangs, and for each sender every message is delivered
  * once, in order, or its loss shows on that lane: an error there
- * (-EBADMSG), or a delivered message that fails its checksum (the
- * forgery the shm backend cannot tell from a message), never a gap
- * without either, never a duplicate.
+ * (-EBADMSG) or, for what it sent last, an error from lzchan_flush() in
+ * the sender (a writer that outlives the sender can erase every trace in
+ * the file, so only the sender can know), or a delivered message that
+ * fails its checksum (the forgery the shm backend cannot tell from a
+ * message) -- never a gap without one, never a duplicate.
  */
 TEST(hostile_writer_loses_nothing_silently)
 {
@@ -785,9 +792,25 @@ TEST(hostile_writer_loses_nothing_silently)
 		}
 	}
 	for (k = 0; k < HW_SENDERS; k++) {
+		int flushed;
+
 		ASSERT_EQ((ssize_t)sizeof(sent[k]), read(fds[k][0], &sent[k], sizeof(sent[k])));
+		ASSERT_EQ((ssize_t)sizeof(flushed), read(fds[k][0], &flushed, sizeof(flushed)));
 		close(fds[k][0]);
+		if (flushed)
+			damaged_since[k] = 1;	/* its loss was reported to the sender */
 		/* What it sent last either came, or its loss showed. */
+		if ((int64_t)sent[k] > next[k] && !damaged_since[k] && getenv("HW_DEBUG")) {
+			TH_LOG("sender %d: flush said %d", k, flushed);
+			struct lzchan_lane_stat ls[HW_SENDERS + 1];
+			int q, nl = lzchan_stat_lanes("hostile", ls, HW_SENDERS + 1);
+
+			for (q = 0; q < nl; q++)
+				TH_LOG("lane %d: state %u gen %u tail %u head %u msgs %llu", q,
+				       ls[q].state, ls[q].gen, ls[q].tail, ls[q].head,
+				       (unsigned long long)ls[q].msgs);
+			TH_LOG("sender %d on lane %u, ended %d", k, lane_of[k], ended[k]);
+		}
 		if ((int64_t)sent[k] > next[k])
 			EXPECT_TRUE(damaged_since[k])
 				TH_LOG("sender %d: sent %u, the last %lld never came, no error",
@@ -916,6 +939,175 @@ TEST(dead_receiver_seen_at_the_next_retry)
 	EXPECT_EQ(-EPIPE, r);
 	lzchan_close(tx);
 	lzchan_unlink("dead");
+	rmdir(dir);
+}
+
+/*
+ * A stranger who takes the name of a channel's doorbell socket first (its
+ * name is predictable, the directory sticky) must get nothing: senders
+ * check that whoever listens there may open the channel as its receiver
+ * before they pass it their channel file, and the receiver goes without
+ * a socket (no event fd) rather than talk through the stranger's.  And a
+ * hello carrying extra descriptors leaks none into the receiver.
+ */
+#define SQ_OWNER	61006
+#define SQ_STRANGER	61005
+
+TEST(doorbell_socket_squatter_gets_nothing)
+{
+	char dir[64], path[128], sock[100], b;
+	int c2p[2], p2c[2], s2p[2], st;
+	struct stat cs;
+	pid_t owner, stranger;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to act as two other users");
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(0, chmod(dir, 01777));
+	path_of(path, sizeof(path), dir, "sq");
+	ASSERT_EQ(0, pipe(c2p));
+	ASSERT_EQ(0, pipe(p2c));
+	ASSERT_EQ(0, pipe(s2p));
+
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (!owner) {
+		struct lzchan_opts o = lz_opts(64, 64, 2);
+		struct lzchan *rx, *tx;
+
+		if (setgid(SQ_OWNER) || setuid(SQ_OWNER))
+			_exit(1);
+		o.mode = 0600;
+		if (lzchan_create("sq", &o, LZCHAN_EXCL) != 1 || write(c2p[1], "c", 1) != 1 ||
+		    read(p2c[0], &b, 1) != 1)
+			_exit(2);
+		if (lzchan_open(&rx, "sq", LZCHAN_RECEIVER, NULL) ||
+		    lzchan_open(&tx, "sq", LZCHAN_SENDER, NULL))
+			_exit(3);
+		if (lzchan_peer(tx, LZCHAN_LANE_NONE, NULL, NULL, NULL) != -ENOTCONN)
+			_exit(4);	/* it believed the stranger */
+		if (lzchan_event_fd(rx) != -EOPNOTSUPP)
+			_exit(5);
+		if (lzchan_send(tx, "x", 1) || lzchan_recv(rx, &b, 1, NULL) != 1)
+			_exit(6);	/* the channel itself works */
+		lzchan_close(tx);
+		lzchan_close(rx);
+		lzchan_unlink("sq");
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(c2p[0], &b, 1));
+	ASSERT_EQ(0, stat(path, &cs));
+	snprintf(sock, sizeof(sock), "%s/.lzchan-%llx-%llx.sock", dir,
+		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
+
+	stranger = fork();
+	ASSERT_LE(0, stranger);
+	if (!stranger) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		union {
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		char data[64], got = 'N';
+		int l, c, k;
+
+		if (setgid(SQ_STRANGER) || setuid(SQ_STRANGER))
+			_exit(1);
+		if (open(path, O_RDWR) >= 0)
+			_exit(2);	/* the set-up is wrong: it may open the channel */
+		memcpy(a.sun_path, sock, sizeof(sock));
+		l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || chmod(sock, 0777) ||
+		    listen(l, 8) || write(s2p[1], "s", 1) != 1)
+			_exit(3);
+		for (k = 0; k < 2; k++) {
+			struct pollfd pf = { .fd = l, .events = POLLIN };
+			struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+			struct msghdr mh = {
+				.msg_iov = &iov, .msg_iovlen = 1,
+				.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+			};
+
+			if (poll(&pf, 1, 3000) != 1)
+				break;
+			c = accept(l, NULL, NULL);
+			pf.fd = c;
+			if (c >= 0 && poll(&pf, 1, 500) == 1 && recvmsg(c, &mh, 0) > 0 &&
+			    CMSG_FIRSTHDR(&mh))
+				got = 'F';	/* a channel file came */
+			if (c >= 0)
+				close(c);
+		}
+		_exit(got == 'N' ? 0 : 9);
+	}
+	ASSERT_EQ(1, read(s2p[0], &b, 1));
+	ASSERT_EQ(1, write(p2c[1], "g", 1));
+	ASSERT_EQ(owner, waitpid(owner, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("owner: status %#x", st);
+	ASSERT_EQ(stranger, waitpid(stranger, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+		TH_LOG("stranger: status %#x (9: it was sent a channel file)", st);
+	unlink(sock);
+	rmdir(dir);
+}
+
+/* Anyone may connect to the receiver's socket: a hello with several
+ * descriptors, or none, is refused and none of them stays open. */
+TEST(bad_hellos_leak_nothing)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	char dir[64], path[128], b;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct lzchan *rx, *tx;
+	struct stat cs;
+	int i, before, after, c, fds[3];
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "hello");
+	ASSERT_EQ(0, lzchan_open(&rx, "hello", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, stat(path, &cs));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/.lzchan-%llx-%llx.sock", dir,
+		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
+	before = files_in("/proc/self/fd");
+	for (i = 0; i < 20; i++) {
+		union {
+			char buf[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		uint32_t hello[2] = { 0x6c7a6862U, 0 };
+		struct iovec iov = { .iov_base = hello, .iov_len = sizeof(hello) };
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+		};
+		struct cmsghdr *cm;
+
+		memset(u.buf, 0, sizeof(u.buf));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+		fds[0] = fds[1] = fds[2] = open(path, O_RDONLY);
+		ASSERT_LE(0, fds[0]);
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		c = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&a, sizeof(a)));
+		ASSERT_EQ((ssize_t)sizeof(hello), sendmsg(c, &mh, 0));
+		close(fds[0]);
+		close(c);
+	}
+	/* The receiver takes them in on its next look, and drops them. */
+	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, &b, 1, NULL));
+	EXPECT_EQ(0, lzchan_arm(rx));
+	after = files_in("/proc/self/fd");
+	EXPECT_EQ(before, after) TH_LOG("%d descriptors stayed in the receiver", after - before);
+	/* And the channel works. */
+	ASSERT_EQ(0, lzchan_open(&tx, "hello", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "h", 1));
+	EXPECT_EQ(1, lzchan_recv(rx, &b, 1, NULL));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink("hello");
 	rmdir(dir);
 }
 
