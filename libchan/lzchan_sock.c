@@ -102,12 +102,12 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	int r, pf;
 
 	ch->conn = malloc(ch->f.max_senders * sizeof(*ch->conn));
+	for (i = 0; ch->conn && i < ch->f.max_senders; i++)
+		ch->conn[i] = -1;	/* before any return: the close walks it */
 	ch->conn_gen = calloc(ch->f.max_senders, sizeof(*ch->conn_gen));
 	ch->cred = calloc(ch->f.max_senders, sizeof(*ch->cred));
 	if (!ch->conn || !ch->conn_gen || !ch->cred)
 		return -ENOMEM;
-	for (i = 0; i < ch->f.max_senders; i++)
-		ch->conn[i] = -1;
 	if (__lz_sock_addr(ch, &a))
 		return -ENAMETOOLONG;
 	ch->evfd = epoll_create1(EPOLL_CLOEXEC);
