@@ -1003,20 +1003,6 @@ TEST(temporary_channel_goes_with_its_receiver)
 	EXPECT_EQ(-ENOENT, lzchan_stat(next, &st, NULL));
 }
 
-static int open_fds(void)
-{
-	struct dirent *e;
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /*
  * A second receiver is refused (-EBUSY) without a trace on the live one:
  * its failed open must not say GONE, "closed cleanly" or take the
@@ -1040,7 +1026,7 @@ TEST(refused_receiver_and_handles_leave_no_trace)
 	EXPECT_LE(0, lzchan_event_fd(p.rx));
 	EXPECT_EQ(0, lzchan_peer(p.rx, 0, NULL, NULL, NULL));
 
-	before = open_fds();
+	before = lz_dir_entries("/proc/self/fd");
 	for (i = 0; i < 50; i++) {
 		ASSERT_EQ(0, lzchan_open(&t, p.name, LZCHAN_SENDER, NULL));
 		ASSERT_EQ(0, lzchan_arm(p.rx));
@@ -1050,7 +1036,7 @@ TEST(refused_receiver_and_handles_leave_no_trace)
 		while (lzchan_recv(p.rx, buf, sizeof(buf), NULL) != -EAGAIN)
 			;	/* its end */
 	}
-	EXPECT_EQ(before, open_fds()) TH_LOG("descriptors leaked over 50 senders");
+	EXPECT_EQ(before, lz_dir_entries("/proc/self/fd")) TH_LOG("descriptors leaked over 50 senders");
 	pair_close(&p);
 }
 

@@ -36,20 +36,6 @@ static void shm_dir(struct __test_metadata *_metadata, char *dir, size_t len)
 	setenv("LZCHAN_BACKEND", "shm", 1);
 }
 
-static int files_in(const char *dir)
-{
-	struct dirent *e;
-	DIR *d = opendir(dir);
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /*
  * A channel is reserved in full when it is made: one that does not fit in
  * its file system is refused there (ENOSPC), and one that fits never
@@ -73,7 +59,7 @@ TEST(channel_that_does_not_fit_is_refused_at_creation)
 	/* 2 lanes of 4 MiB: twice the file system. */
 	o = lz_opts(4096, 1024, 2);
 	EXPECT_EQ(-ENOSPC, lzchan_open(&rx, "big", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
-	EXPECT_EQ(0, files_in(dir)) TH_LOG("a refused channel left its file");
+	EXPECT_EQ(0, lz_dir_entries(dir)) TH_LOG("a refused channel left its file");
 	/* 2 MiB fits; a second one no longer does. */
 	o = lz_opts(4096, 256, 2);
 	ASSERT_EQ(0, lzchan_open(&rx, "fits", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
@@ -896,7 +882,7 @@ TEST(not_a_channel)
 		lzchan_close(ch);
 		EXPECT_EQ(0, lzchan_unlink(n));
 	}
-	EXPECT_EQ(0, files_in(dir));
+	EXPECT_EQ(0, lz_dir_entries(dir));
 	rmdir(dir);
 }
 
@@ -1068,7 +1054,7 @@ TEST(bad_hellos_leak_nothing)
 	ASSERT_EQ(0, stat(path, &cs));
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s/.lzchan-%llx-%llx.sock", dir,
 		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
-	before = files_in("/proc/self/fd");
+	before = lz_dir_entries("/proc/self/fd");
 	for (i = 0; i < 20; i++) {
 		union {
 			char buf[CMSG_SPACE(3 * sizeof(int))];
@@ -1099,7 +1085,7 @@ TEST(bad_hellos_leak_nothing)
 	/* The receiver takes them in on its next look, and drops them. */
 	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, &b, 1, NULL));
 	EXPECT_EQ(0, lzchan_arm(rx));
-	after = files_in("/proc/self/fd");
+	after = lz_dir_entries("/proc/self/fd");
 	EXPECT_EQ(before, after) TH_LOG("%d descriptors stayed in the receiver", after - before);
 	/* And the channel works. */
 	ASSERT_EQ(0, lzchan_open(&tx, "hello", LZCHAN_SENDER, NULL));

@@ -7,6 +7,7 @@
 #ifndef LZCHAN_TEST_H
 #define LZCHAN_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -84,6 +85,22 @@ static inline int lz_ioctl(int fd, unsigned long cmd, void *arg)
 
 /* A name unique to this process and call. */
 /* Library options with this geometry, the rest default (needs lzchan.h). */
+/* Entries of @dir other than those starting with '.' (-1: unreadable):
+ * files left in a directory, descriptors open in /proc/self/fd. */
+static inline int lz_dir_entries(const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 #ifdef LZCHAN_H
 static inline struct lzchan_opts lz_opts(uint32_t size, uint32_t count, uint32_t senders)
 {
