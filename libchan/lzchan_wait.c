@@ -190,7 +190,7 @@ int lzchan_wake(struct lzchan *ch)
 {
 	if (!ch)
 		return -EBADF;
-	/* Pairs with the acquire exchange in __lz_woken(). */
+	/* Pairs with the acquire exchange in __lzchan_woken(). */
 	__atomic_store_n(&ch->wake_req, 1, __ATOMIC_RELEASE);
 	if (ch->f.role != LZCHAN_RECEIVER)
 		return 0;	/* lzchan_send_wait() sleeps 20 us at most */
