@@ -64,6 +64,7 @@ struct lzchan {
 	struct __lzchan_guard *guard;	/* shm: our mapping's SIGBUS guard */
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
+	uint32_t lane_gen;		/* sender: our lane's generation */
 	bool created;			/* lzchan_open() created the channel */
 	bool temp;			/* shm: a temporary channel (LZCHAN_TEMP) */
 	bool claimed;			/* shm: we hold our role's lock (the close
@@ -120,8 +121,11 @@ struct lzchan {
 	int *conn;			/* receiver: per lane, the sender's, or -1 */
 	uint32_t *conn_gen;		/* receiver: per lane, its generation */
 	struct ucred *cred;		/* receiver: per lane, from SO_PEERCRED */
+	int wakefd;			/* receiver: eventfd in the set, for
+					 * lzchan_wake(), or -1 */
 #define LZCHAN_SOCK_PENDING	16
 	int pending[LZCHAN_SOCK_PENDING];	/* accepted, no hello yet */
+	uint64_t pending_ns[LZCHAN_SOCK_PENDING];	/* when accepted */
 	uint32_t npending;
 	uint64_t sock_serviced_ns;	/* receiver: last __lzchan_sock_service() */
 	int sock;			/* sender: connected to the receiver, or -1 */

@@ -296,6 +296,7 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 	if (__lzchan_geom_check(in.stat.slot_size, in.stat.slot_count, in.stat.max_senders))
 		return -EPROTO;
 	ch->lane = op.lane;
+	ch->lane_gen = op.lane_gen;
 	ch->layout = in.layout;
 	ch->numa_node = in.stat.numa_node;
 	__lzchan_set_geom(ch, in.stat.slot_size, in.stat.slot_count, in.stat.max_senders);
@@ -827,6 +828,7 @@ static int __lzchan_shm_claim(struct lzchan *ch)
 		 * the scrub above is visible before the new generation. */
 		__lz_store_rel(status, LZCHAN_STATUS(gen + 1, LZCHAN_LANE_ATTACHED));
 		ch->lane = i;
+		ch->lane_gen = gen + 1;
 		ch->claimed = true;
 		return 0;
 	}
@@ -1001,6 +1003,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch->fd = -1;
 	ch->evfd = -1;
 	ch->lsock = -1;
+	ch->wakefd = -1;
 	ch->sock = -1;
 	ch->lane = LZCHAN_LANE_NONE;
 	ch->spin_ns = o.spin_ns;
@@ -1070,6 +1073,14 @@ static void *__lzchan_shm_reach(struct lzchan *ch, size_t *len, struct __lzchan_
 	ch->f.hdr = (struct lzchan_shm_hdr *)(p + page + ch->layout.info_off);
 	ch->lane_info = (struct lzchan_shm_lane *)(p + page + ch->layout.info_off +
 						   ch->layout.info_lanes);
+	/* The rx and bell areas too: a closing sender looks whether the
+	 * receiver is parked (rx->parked, rx->armed) and wakes it there
+	 * (wake_word); a closing receiver clears armed. */
+	ch->f.rx = (struct lzchan_shm_rx *)(p + page + ch->layout.rx_off);
+	ch->rx_lanes = p + page + ch->layout.rx_off + ch->layout.rx_lanes;
+	ch->bell = (uint64_t *)(p + page + ch->layout.bell_off);
+	ch->wake_word = (uint32_t *)(p + page + ch->layout.bell_off + ch->layout.bell_size -
+				     LZCHAN_BELL_WAKE_BACK);
 	return p;
 }
 

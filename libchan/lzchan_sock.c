@@ -16,8 +16,8 @@
  *   not for the holder's), and takes the sender's credentials from the
  *   kernel (SO_PEERCRED), never from the message.  The sender takes the
  *   receiver's the same way.
- * - The receiver's event fd is an epoll set of the listening socket and
- *   every connection.  lzchan_arm() stores rx->armed before announcing
+ * - The receiver's event fd is an epoll set of the listening socket,
+ *   every connection, and an eventfd that lzchan_wake() writes.  lzchan_arm() stores rx->armed before announcing
  *   "parked"; a sender that owes a parked receiver a wake sends one byte
  *   on its connection when it is armed (the futex otherwise): one system
  *   call either way, and only when the receiver sleeps.  Receiving
@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,9 +42,17 @@
 #include "lzchan_internal.h"
 
 #define HELLO_MAGIC	0x6c7a6862U	/* "lzhb" */
-#define TAG_LISTEN	UINT64_MAX	/* epoll data of the listening socket */
-#define TAG_PENDING	(1ULL << 32)	/* | fd: accepted, no hello yet */
+/* epoll data: a connection's is lane | fd << 32 (fd < 2^31, so bit 63 is
+ * clear); the others have bit 63 set. */
+#define TAG_LISTEN	UINT64_MAX	/* the listening socket */
+#define TAG_WAKE	(UINT64_MAX - 1)	/* the wake eventfd */
+#define TAG_PENDING	(1ULL << 63)	/* | fd: accepted, no hello yet */
 #define RETRY_NS	1000000ULL	/* a sender retries connecting after 1 ms */
+/* A connection with no hello after this long is dropped: an honest sender
+ * sends its hello right after connecting, so only a stranger (or a sender
+ * stopped mid-open, which connects again) is that slow, and the
+ * LZCHAN_SOCK_PENDING places must not stay strangers' for ever. */
+#define PENDING_NS	1000000000ULL
 
 struct __lz_hello {
 	uint32_t magic;
@@ -137,6 +146,12 @@ int __lzchan_sock_listen(struct lzchan *ch)
 		return r;
 	if (listen(ch->lsock, 64) < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->lsock, &ev) < 0)
 		return -errno;
+	/* lzchan_wake() makes the event fd readable through this, as the
+	 * module's eventfd is after LZCHAN_IOC_WAKE. */
+	ch->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ev.data.u64 = TAG_WAKE;
+	if (ch->wakefd < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->wakefd, &ev) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -159,6 +174,9 @@ void __lzchan_sock_close(struct lzchan *ch)
 	if (ch->lsock >= 0)
 		close(ch->lsock);
 	ch->lsock = -1;
+	if (ch->wakefd >= 0)
+		close(ch->wakefd);
+	ch->wakefd = -1;
 	if (ch->sock >= 0)
 		close(ch->sock);
 	ch->sock = -1;
@@ -260,15 +278,32 @@ void __lzchan_sock_service(struct lzchan *ch)
 	char junk[64];
 	int n, k, fd, said;
 	uint32_t lane, i;
+	uint64_t now;
 
 	if (ch->lsock < 0)
 		return;
+	now = __lzchan_now_ns();
+	for (i = 0; i < ch->npending;) {
+		if (now - ch->pending_ns[i] < PENDING_NS) {
+			i++;
+			continue;
+		}
+		__lz_sock_drop(ch, ch->pending[i]);	/* no hello in time */
+		ch->npending--;
+		ch->pending[i] = ch->pending[ch->npending];
+		ch->pending_ns[i] = ch->pending_ns[ch->npending];
+	}
 	do {
 		n = epoll_wait(ch->evfd, evs, 32, 0);
 		for (k = 0; k < n; k++) {
 			uint64_t tag = evs[k].data.u64;
 
-			if (tag == TAG_LISTEN) {
+			if (tag == TAG_WAKE) {
+				uint64_t cnt;
+
+				if (read(ch->wakefd, &cnt, sizeof(cnt)) < 0)
+					(void)0;	/* drained already: fine */
+			} else if (tag == TAG_LISTEN) {
 				while ((fd = accept4(ch->lsock, NULL, NULL,
 						     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 					struct epoll_event ev = {
@@ -285,6 +320,7 @@ void __lzchan_sock_service(struct lzchan *ch)
 						close(fd);	/* bad, or too many strangers */
 						continue;
 					}
+					ch->pending_ns[ch->npending] = now;
 					ch->pending[ch->npending++] = fd;
 				}
 			} else if (tag & TAG_PENDING) {
@@ -296,7 +332,9 @@ void __lzchan_sock_service(struct lzchan *ch)
 				said = __lz_sock_hello(ch, fd, true);
 				if (!said && !(evs[k].events & (EPOLLHUP | EPOLLERR)))
 					continue;
-				ch->pending[i] = ch->pending[--ch->npending];
+				ch->npending--;
+				ch->pending[i] = ch->pending[ch->npending];
+				ch->pending_ns[i] = ch->pending_ns[ch->npending];
 				if (said <= 0)
 					__lz_sock_drop(ch, fd);
 			} else {

@@ -202,6 +202,12 @@ int lzchan_wake(struct lzchan *ch)
 		if (ch->evfd >= 0 && write(ch->evfd, &one, sizeof(one)) < 0)
 			(void)0;	/* EAGAIN: the counter is full, so readable */
 	} else if (ch->wake_word) {
+		uint64_t one = 1;
+
+		/* An event loop waiting on our event fd sees it readable (the
+		 * eventfd in its set; __lzchan_sock_service() drains it). */
+		if (ch->wakefd >= 0 && write(ch->wakefd, &one, sizeof(one)) < 0)
+			(void)0;	/* EAGAIN: the counter is full, so readable */
 		/* As a sender's wake.  Seq_cst, after the request: a receiver
 		 * whose acquire sample of wake_word (__lz_prepare_park()) sees
 		 * it also sees the request; one that samples before it has
