@@ -212,6 +212,11 @@ static int __lz_tx_full(struct lzchan *ch)
 
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
+	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
+	 * for will never come.  Relaxed: only compared; a stale 0 costs one
+	 * more retry. */
+	if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
+		return -EBADMSG;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
 	 * its lock tells the truth.  Looked at when the ring is found full
 	 * and FULL_LIVENESS_NS have passed since the last look. */
@@ -503,6 +508,10 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 			return -ENOTCONN;	/* they wait for the first receiver */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 			return -EPIPE;
+		/* Our lane was given up: what is left will never be read.
+		 * Relaxed, as in __lz_tx_full(). */
+		if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
+			return -EBADMSG;
 		/* shm: a receiver that died leaves ATTACHED behind. */
 		if (ch->backend == LZCHAN_BACKEND_SHM &&
 		    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
@@ -953,6 +962,11 @@ static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
 	 * until the acknowledgement, so a new sender that gets the lane
 	 * without one starts where we resume (__lz_rx_broken()). */
 	__lz_rx_publish(ch, rl, true);
+	/* Tell its sender, which would otherwise wait on a full ring for
+	 * ever (__lz_tx_full(), lzchan_flush()).  Relaxed: advisory, read
+	 * only to turn a wait into -EBADMSG; the generation keeps it from a
+	 * later sender of the lane. */
+	__lz_store(&rl->rxl->broken, rl->gen);
 	/* Its sender may be gone already: the end is owed at once. */
 	if (__lz_rx_broken_over(ch, i)) {
 		ch->broken_over = true;
@@ -1700,6 +1714,10 @@ int lzchan_end_cause(struct lzchan *ch, uint32_t lane)
 			return LZCHAN_END_LOST;
 		return 0;
 	}
+	/* shm: GONE while the receiver's lock is held was overwritten, or
+	 * its close is under way: not ended yet. */
+	if (ch->backend == LZCHAN_BACKEND_SHM && __lzchan_shm_rx_alive(ch) == 1)
+		return 0;
 	if (!ch->bye_known)
 		return LZCHAN_END_UNKNOWN;
 	/* Relaxed: ordered by the acquire of GONE above. */

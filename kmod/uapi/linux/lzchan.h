@@ -445,7 +445,10 @@ struct lzchan_shm_rx_lane {
 	__u32 pad0[15];
 	__u32 sleepy;			/* receiver stopped polling this lane */
 	__u32 close_ack;		/* = lane gen once its close was drained */
-	__u32 pad1[14];
+	__u32 broken;			/* = lane gen once the receiver gave the
+					 * lane up (-EBADMSG): its sender's full
+					 * ring then says -EBADMSG too */
+	__u32 pad1[13];
 };					/* 128 bytes, one per lane */
 
 /*
