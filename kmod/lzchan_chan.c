@@ -550,15 +550,12 @@ static int lzchan_create_check(const struct lzchan_create *c)
 	return 0;
 }
 
-int lzchan_chan_create(struct lzchan_create *c)
+/* lzchan_chan_create() with f->lock held for a temporary channel. */
+static int __lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c)
 {
 	struct lzchan_chan *chan, *old;
 	u64 bytes;
 	int ret;
-
-	ret = lzchan_create_check(c);
-	if (ret)
-		return ret;
 
 	chan = kzalloc(sizeof(*chan), GFP_KERNEL_ACCOUNT);
 	if (!chan)
@@ -630,6 +627,10 @@ int lzchan_chan_create(struct lzchan_create *c)
 	}
 	WRITE_ONCE(chan->linked, true);	/* read unlocked in lzchan_chan_stat() */
 	hash_add(lzchan_names, &chan->hnode, lzchan_name_hash(chan->ns, chan->name));
+	if (c->flags & LZCHAN_CREATE_TEMP) {
+		kref_get(&chan->ref);	/* the creating file's reference */
+		f->temp = chan;
+	}
 	lzchan_unlock();
 	c->created = 1;
 	return 0;
@@ -645,6 +646,31 @@ out_unlock_free:
 	lzchan_chan_free_pages(chan);
 	kfree(chan->lanes);
 	kfree(chan);
+	return ret;
+}
+
+int lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c)
+{
+	bool temp = c->flags & LZCHAN_CREATE_TEMP;
+	int ret;
+
+	ret = lzchan_create_check(c);
+	if (ret)
+		return ret;
+	/* A temporary channel is made by the file that will receive on it:
+	 * until that file opens it, the name goes with the file (see
+	 * lzchan_chan_release_file()).  One at a time, on an unbound file. */
+	if (temp) {
+		mutex_lock(&f->lock);
+		ret = f->chan ? -EISCONN : f->temp ? -EBUSY : 0;
+		if (ret) {
+			mutex_unlock(&f->lock);
+			return ret;
+		}
+	}
+	ret = __lzchan_chan_create(f, c);
+	if (temp)
+		mutex_unlock(&f->lock);
 	return ret;
 }
 
@@ -884,6 +910,12 @@ static int lzchan_attach_receiver(struct lzchan_chan *chan)
 	lockdep_assert_held(&chan->lock);
 	if (chan->rx_attached)
 		return -EBUSY;
+	/* A temporary channel's name went with its receiver (under both
+	 * locks, lzchan_chan_release_file()): an opener that found the name
+	 * before must not become a receiver nobody can reach.  Written under
+	 * chan->lock too for a temporary channel. */
+	if ((chan->create_flags & LZCHAN_CREATE_TEMP) && !READ_ONCE(chan->linked))
+		return -ENOENT;
 	WRITE_ONCE(chan->rx_attached, true);	/* read unlocked in lzchan_chan_wake() */
 	chan->rx_gen++;
 	chan->rx_pid = get_pid(task_tgid(current));
@@ -947,6 +979,11 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 	smp_store_release(&f->chan, chan);
 	o->lane = lane;
 	o->lane_gen = gen;
+	/* The temporary channel we made now goes with us as its receiver. */
+	if (f->temp == chan && f->role == LZCHAN_OPEN_RECEIVER) {
+		f->temp = NULL;
+		lzchan_chan_put(chan);	/* the creating file's reference */
+	}
 out_unlock_file:
 	mutex_unlock(&f->lock);
 	return ret;
@@ -963,17 +1000,40 @@ static void lzchan_chan_signal(struct lzchan_chan *chan)
 }
 
 /* The file's last reference (fd and mappings) is gone. */
+/* The file that created temporary channel @chan goes without having
+ * opened it as its receiver: unless a receiver is there (its release
+ * does it), the name goes now, or nobody would ever remove it. */
+static void lzchan_chan_temp_drop(struct lzchan_chan *chan)
+{
+	mutex_lock(&lzchan_lock);
+	mutex_lock(&chan->lock);
+	if (chan->linked && !chan->rx_attached)
+		lzchan_chan_unlink_locked(chan);
+	mutex_unlock(&chan->lock);
+	lzchan_unlock();
+	lzchan_chan_put(chan);		/* the creating file's reference */
+}
+
 void lzchan_chan_release_file(struct lzchan_file *f)
 {
 	struct lzchan_chan *chan = f->chan;
 	struct eventfd_ctx *ev = NULL;
-	bool bye;
+	bool temp_rx, bye;
 
+	/* Our ioctls are over: nothing else reads or writes f->temp. */
+	if (f->temp)
+		lzchan_chan_temp_drop(f->temp);
 	if (!chan)
 		return;
 	/* Written by lzchan_chan_bye() on this file, whose ioctls are over. */
 	bye = READ_ONCE(f->bye);
-
+	/* A temporary channel's name goes with its receiver, under both
+	 * locks (lzchan_lock first): a receiver attaching meanwhile finds it
+	 * unlinked (lzchan_attach_receiver()) rather than losing its name
+	 * after attaching. */
+	temp_rx = f->role == LZCHAN_OPEN_RECEIVER && (chan->create_flags & LZCHAN_CREATE_TEMP);
+	if (temp_rx)
+		mutex_lock(&lzchan_lock);
 	mutex_lock(&chan->lock);
 	if (f->role == LZCHAN_OPEN_RECEIVER) {
 		WRITE_ONCE(chan->rx_attached, false);	/* read unlocked in lzchan_chan_wake() */
@@ -1011,18 +1071,14 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 	}
 	if (!bye)
 		atomic64_inc(&chan->peer_deaths);	/* left without LZCHAN_IOC_BYE */
+	/* Our file's reference keeps the channel until the put below. */
+	if (temp_rx && chan->linked)
+		lzchan_chan_unlink_locked(chan);
 	mutex_unlock(&chan->lock);
+	if (temp_rx)
+		lzchan_unlock();
 	if (ev)
 		eventfd_ctx_put(ev);
-	/* A temporary channel's name goes with its receiver.  lzchan_lock
-	 * nests outside chan->lock, hence after it; our file's reference
-	 * keeps the channel until the put below. */
-	if (f->role == LZCHAN_OPEN_RECEIVER && (chan->create_flags & LZCHAN_CREATE_TEMP)) {
-		mutex_lock(&lzchan_lock);
-		if (chan->linked)
-			lzchan_chan_unlink_locked(chan);
-		lzchan_unlock();
-	}
 	lzchan_chan_put(chan);
 }
 

@@ -107,6 +107,10 @@ struct lzchan_file {
 	u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
 	u32 lane;
 	bool bye;			/* LZCHAN_IOC_BYE: closing cleanly */
+	struct lzchan_chan *temp;	/* a temporary channel this unbound file
+					 * created and has not opened as its
+					 * receiver (a reference), or NULL;
+					 * under lock */
 };
 
 /* lzchan_main.c: module parameters and module-wide counters */
@@ -132,7 +136,7 @@ void lzchan_ns_reaper_start(void);
 void lzchan_ns_exit(void);			/* module exit */
 
 /* lzchan_chan.c */
-int lzchan_chan_create(struct lzchan_create *c);
+int lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c);
 int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o);
 int lzchan_chan_unlink(struct lzchan_unlink *u);
 int lzchan_chan_list(struct lzchan_list *l);

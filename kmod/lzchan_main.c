@@ -110,7 +110,7 @@ static int lzchan_ioc_features(struct lzchan_file *f, void *arg)
 
 static int lzchan_ioc_create(struct lzchan_file *f, void *arg)
 {
-	return lzchan_chan_create(arg);
+	return lzchan_chan_create(f, arg);
 }
 
 static int lzchan_ioc_open(struct lzchan_file *f, void *arg)

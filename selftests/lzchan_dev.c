@@ -411,6 +411,142 @@ TEST(list)
 	EXPECT_EQ(0, lz_unlink(n2));
 }
 
+/* ---- temporary channels ---- */
+
+/* LZCHAN_IOC_CREATE of a temporary channel @name on @fd: 0 or -errno. */
+static int temp_create(int fd, const char *name)
+{
+	struct lzchan_create c = {
+		.size = sizeof(c), .flags = LZCHAN_CREATE_TEMP | LZCHAN_CREATE_EXCL,
+		.slot_size = 64, .slot_count = 64, .max_senders = 2,
+		.numa_node = LZCHAN_NODE_LOCAL, .mode = 0600,
+	};
+
+	lz_setname(c.name, name);
+	return lz_ioctl(fd, LZCHAN_IOC_CREATE, &c);
+}
+
+/* lz_open() on a given unbound @fd. */
+static int open_on(int fd, const char *name, __u32 role)
+{
+	struct lzchan_open o = { .size = sizeof(o), .flags = role };
+
+	lz_setname(o.name, name);
+	return lz_ioctl(fd, LZCHAN_IOC_OPEN, &o);
+}
+
+/*
+ * A temporary channel's name goes with its receiver -- and, until a
+ * receiver opens it, with the file that created it: a creator that dies
+ * between CREATE and OPEN leaves no name behind.  One per unbound file.
+ */
+TEST(temp_goes_with_its_creator)
+{
+	const char *name = lz_name("tmpc"), *other = lz_name("tmpo");
+	int fd, rx, tx, bound;
+
+	LZ_NEED_DEV();
+	/* Created, never opened: the name goes with the creating file. */
+	fd = lz_dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, temp_create(fd, name));
+	EXPECT_EQ(1, lz_list_has(name));
+	EXPECT_EQ(-EBUSY, temp_create(fd, other));	/* one at a time */
+	close(fd);
+	EXPECT_EQ(0, lz_list_has(name));
+	EXPECT_EQ(-ENOENT, lz_open(name, LZCHAN_OPEN_SENDER, NULL));
+
+	/* A bound file cannot make one (it could never receive on it). */
+	ASSERT_EQ(0, lz_create(other, LZ_GEOM_DEFAULT));
+	bound = lz_open(other, LZCHAN_OPEN_SENDER, NULL);
+	ASSERT_LE(0, bound);
+	EXPECT_EQ(-EISCONN, temp_create(bound, name));
+	close(bound);
+	EXPECT_EQ(0, lz_unlink(other));
+
+	/* The creator opens it as a sender, another file receives: the
+	 * creator's close leaves it to the receiver, whose close removes it. */
+	fd = lz_dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, temp_create(fd, name));
+	ASSERT_EQ(0, open_on(fd, name, LZCHAN_OPEN_SENDER));
+	rx = lz_open(name, LZCHAN_OPEN_RECEIVER, NULL);
+	ASSERT_LE(0, rx);
+	close(fd);
+	EXPECT_EQ(1, lz_list_has(name));
+	close(rx);
+	EXPECT_EQ(0, lz_list_has(name));
+
+	/* The usual way: create, open as receiver on the same file. */
+	fd = lz_dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, temp_create(fd, name));
+	ASSERT_EQ(0, open_on(fd, name, LZCHAN_OPEN_RECEIVER));
+	tx = lz_open(name, LZCHAN_OPEN_SENDER, NULL);
+	ASSERT_LE(0, tx);
+	close(fd);
+	EXPECT_EQ(0, lz_list_has(name));
+	EXPECT_EQ(-ENOENT, lz_open(name, LZCHAN_OPEN_RECEIVER, NULL));
+	close(tx);
+}
+
+/*
+ * A receiver that attaches to a temporary channel while its receiver
+ * closes must not keep the channel without its name: it either finds the
+ * channel taken (EBUSY) or gone (ENOENT), never a receiver nobody can
+ * reach.  (The name used to be removed after the closing receiver had let
+ * go of the channel: a newcomer could attach in between and lose it.)
+ */
+TEST(temp_receiver_race)
+{
+	int round, st, fd, bad = 0, won = 0;
+	int go[2];
+	pid_t pid;
+	char b;
+
+	LZ_NEED_DEV();
+	for (round = 0; round < 300; round++) {
+		const char *name = lz_name("tmpr");
+
+		fd = lz_dev();
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, temp_create(fd, name));
+		ASSERT_EQ(0, open_on(fd, name, LZCHAN_OPEN_RECEIVER));
+		ASSERT_EQ(0, pipe(go));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			int r;
+
+			close(fd);
+			if (write(go[1], "g", 1) != 1)
+				_exit(3);
+			do
+				r = lz_open(name, LZCHAN_OPEN_RECEIVER, NULL);
+			while (r == -EBUSY);
+			if (r < 0)
+				_exit(r == -ENOENT ? 0 : 4);
+			/* Attached: the name must still be there. */
+			_exit(lz_list_has(name) == 1 ? 1 : 2);
+		}
+		ASSERT_EQ(1, read(go[0], &b, 1));
+		close(fd);
+		close(go[0]);
+		close(go[1]);
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st));
+		if (WEXITSTATUS(st) == 1)
+			won++;
+		else if (WEXITSTATUS(st) == 2)
+			bad++;
+		else
+			ASSERT_EQ(0, WEXITSTATUS(st));
+		lz_unlink(name);
+	}
+	EXPECT_EQ(0, bad) TH_LOG("%d receivers attached to a channel whose name then went", bad);
+	TH_LOG("%d of 300 newcomers attached with the name kept, the rest found it gone", won);
+}
+
 /* ---- fdinfo ---- */
 
 TEST(fdinfo)

@@ -116,8 +116,11 @@ struct lzchan_create {
  * or dies), the kernel removes the channel's name, as LZCHAN_IOC_UNLINK
  * would: open handles keep working, nobody new finds it, and its memory
  * goes with the last handle.  Meant for a channel whose receiver opens it
- * right after creating it (libchan's LZCHAN_TEMP), such as a client's
- * reply channel: it cannot outlive the client.
+ * on the same file right after creating it (libchan's LZCHAN_TEMP), such
+ * as a client's reply channel: it cannot outlive the client.  Until that
+ * OPEN the name goes with the creating file (if no receiver is attached
+ * when it goes).  Only an unbound file creates one (EISCONN), one at a
+ * time (EBUSY).
  */
 
 #define LZCHAN_NODE_LOCAL	(-1)	/* the node of the CPU running create */
