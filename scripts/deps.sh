@@ -47,6 +47,8 @@ PKGS=(gcc make libc6-dev pkg-config kmod cpio xz-utils zstd
       linux-headers-cloud-amd64 linux-source-6.1
       qemu-system-x86 busybox-static debootstrap
       libnuma-dev libpapi-dev gnuplot-nox)
+# lzchan-bench ipm counts instructions per message with callgrind.
+PKGS+=(valgrind)
 PKGS+=(dkms)	# the DKMS test, for the host's 6.1 headers
 # The documentation checks: man -l, groff -ww, sphinx-build -W.
 PKGS+=(man-db groff-base python3-sphinx)

@@ -61,6 +61,19 @@ for c in $cmds; do
 	fi
 done
 
+# ipm: counted where valgrind is installed, else n/a with the reason.
+if [ -s "$tmp/ipm.csv" ]; then
+	if ! command -v valgrind >/dev/null 2>&1; then
+		grep -q 'valgrind is not installed' "$tmp/ipm.csv" &&
+			ok "ipm without valgrind: n/a and why" || notok "ipm without valgrind: n/a and why"
+	elif grep -q '^ipm,send,[0-9]' "$tmp/ipm.csv" && grep -q '^ipm,recv_batch,[0-9]' "$tmp/ipm.csv" &&
+	     grep -q '^ipm,lazy-recv,[0-9]' "$tmp/ipm.csv"; then
+		ok "ipm counts every path"
+	else
+		notok "ipm counts every path"
+	fi
+fi
+
 # msgrate's -o is the page's machine-readable switch: CSV.
 if "$tool" msgrate --help >/dev/null 2>&1; then
 	"$tool" msgrate --quick -o >"$out" 2>"$err"

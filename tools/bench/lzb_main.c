@@ -23,6 +23,7 @@ static const struct {
 	{ "msgrate", lzb_cmd_msgrate, "Sandia real-world message rate (cold cache, peers, four patterns)" },
 	{ "threads", lzb_cmd_threads, "T threads: a lane each vs one lane behind a lock (UCX paper)" },
 	{ "wakeup", lzb_cmd_wakeup, "waking a parked receiver vs eventfd and futex ping-pong; idle CPU" },
+	{ "ipm", lzb_cmd_ipm, "instructions per message, counted by callgrind, vs the lazy ring" },
 	{ "alt", lzb_cmd_alt, "what users pick instead: pipe, AF_UNIX, POSIX mqueue vs libchan" },
 	{ "plot", lzb_cmd_plot, "turn a --csv sweep into a PNG with gnuplot" },
 };
