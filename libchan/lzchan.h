@@ -516,22 +516,36 @@ static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 							__ATOMIC_ACQUIRE)) != LZCHAN_RX_GONE);
 }
 
-/* Publish the one-slot message written at the tail, then notify. */
+/* Inline sends publish the lane's message and byte counts (tx->msgs,
+ * tx->bytes) every LZCHAN_STAT_EVERY messages; the library publishes
+ * them exact on every other path, when the lane is full, at
+ * lzchan_flush() and at close.  (A power of two.) */
+#define LZCHAN_STAT_EVERY	64
+
+/* Publish the one-slot message of @len bytes written in slot @h at
+ * position @tail (the sender's tail, passed in so that nothing is
+ * reloaded after the caller's copy into the slot), then notify. */
 static inline void __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
-					 uint32_t len)
+					 struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
 {
-	struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
-	uint32_t next = f->tail + 1, sleepy, parked;
+	struct lzchan_shm_tx *tx = f->tx;
+	uint32_t next = tail + 1, sleepy, parked;
+	uint64_t msgs = f->stat_msgs + 1, bytes = f->stat_bytes + len;
 
 	/* Relaxed: published by the release store of seq below. */
 	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
 	/* Pairs with the receiver's acquire load of seq. */
 	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
 	f->tail = next;
-	/* Statistics; relaxed, nobody orders on them. */
-	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
-	__atomic_store_n(&f->tx->msgs, ++f->stat_msgs, __ATOMIC_RELAXED);
-	__atomic_store_n(&f->tx->bytes, f->stat_bytes += len, __ATOMIC_RELAXED);
+	f->stat_msgs = msgs;
+	f->stat_bytes = bytes;
+	/* Relaxed: the receiver only compares tail (a stall check, which
+	 * gives a live sender time to agree); nobody orders on the counts. */
+	__atomic_store_n(&tx->tail, next, __ATOMIC_RELAXED);
+	if (__lzchan_unlikely(!(msgs & (LZCHAN_STAT_EVERY - 1)))) {
+		__atomic_store_n(&tx->msgs, msgs, __ATOMIC_RELAXED);
+		__atomic_store_n(&tx->bytes, bytes, __ATOMIC_RELAXED);
+	}
 	/* Pairs with the receiver's heavy barrier after it stores sleepy or
 	 * parked: it sees our message, or we see its store. */
 	if (__lzchan_unlikely(f->fence_each_send))
@@ -551,8 +565,11 @@ static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
 	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER) && __lzchan_fast_room(f, len)) {
-		__lzchan_copy(__lzchan_fslot(f, f->slots, f->tail) + 1, buf, len);
-		__lzchan_fast_publish(ch, f, (uint32_t)len);
+		uint32_t tail = f->tail;
+		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
+
+		__lzchan_copy(h + 1, buf, len);
+		__lzchan_fast_publish(ch, f, h, tail, (uint32_t)len);
 		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
 	}
 	return __lzchan_send(ch, buf, len);
@@ -579,7 +596,8 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 			    f->resv_len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
 			    !f->cont_any)) {
 		f->reserved = 0;
-		__lzchan_fast_publish(ch, f, (uint32_t)len);
+		__lzchan_fast_publish(ch, f, __lzchan_fslot(f, f->slots, f->tail), f->tail,
+				      (uint32_t)len);
 		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
 	}
 	return __lzchan_commit(ch, len);

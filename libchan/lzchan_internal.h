@@ -157,6 +157,9 @@ struct __lzchan_shm_file {
 
 #define SHM_FILE_TEMP		(1U << 0)	/* the name goes with the receiver */
 
+/* lzchan_ring.c: publish the sender's exact message and byte counts. */
+void __lzchan_tx_stats(struct lzchan *ch);
+
 /* lzchan_setup.c */
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);
 uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count);

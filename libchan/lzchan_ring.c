@@ -205,11 +205,22 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 	return now - w->stall_ns >= STALL_NS;
 }
 
+/* Make the lane's counts exact (the inline send publishes them every
+ * LZCHAN_STAT_EVERY messages).  Relaxed: statistics, nobody orders on
+ * them. */
+void __lzchan_tx_stats(struct lzchan *ch)
+{
+	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
+	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
+}
+
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
 	uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
 
+	/* A sender waiting on a full lane shows its exact counts. */
+	__lzchan_tx_stats(ch);
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
 	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
@@ -493,6 +504,8 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
+	if (!__lzchan_guard_lost(ch->guard))
+		__lzchan_tx_stats(ch);
 	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
 	for (;;) {
 		/* Pairs with the release store of rx_status. */

@@ -1093,6 +1093,10 @@ void lzchan_close(struct lzchan *ch)
 
 	if (!ch)
 		return;
+	/* A sender's counts are exact once it has closed (the inline send
+	 * publishes them in steps), unless its memory was lost. */
+	if (ch->f.role == LZCHAN_SENDER && ch->f.tx && !__lzchan_guard_lost(ch->guard))
+		__lzchan_tx_stats(ch);
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.hdr && __lzchan_guard_lost(ch->guard))
 		reach = __lzchan_shm_reach(ch, &reach_len, &reach_guard);
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->f.role == LZCHAN_RECEIVER)

@@ -466,7 +466,8 @@ struct lzchan_shm_rx_lane {
 struct lzchan_shm_tx {
 	__u32 tail;			/* next position the sender will write */
 	__u32 pad0;
-	__u64 msgs;			/* messages sent (statistics) */
+	__u64 msgs;			/* messages sent (statistics; libchan
+					 * may publish it every 64 messages) */
 	__u64 bytes;			/* payload bytes sent (statistics) */
 	__u64 pad1[13];
 };					/* 128 bytes */
