@@ -1106,23 +1106,50 @@ TEST(doorbell_socket_squatter_gets_nothing)
 	rmdir(dir);
 }
 
+/* The address of the doorbell socket of the channel file at @path. */
+static void sock_addr(struct __test_metadata *_metadata, struct sockaddr_un *a,
+		      const char *dir, const char *path)
+{
+	struct stat cs;
+
+	ASSERT_EQ(0, stat(path, &cs));
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	snprintf(a->sun_path, sizeof(a->sun_path), "%s/.lzchan-%llx-%llx.sock", dir,
+		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
+}
+
+/* After the socket was abused: the channel @name still works; then
+ * everything goes. */
+static void still_works_then_close(struct __test_metadata *_metadata, struct lzchan *rx,
+				   const char *name, const char *dir)
+{
+	struct lzchan *tx;
+	char b;
+
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "h", 1));
+	EXPECT_EQ(1, lzchan_recv(rx, &b, 1, NULL));
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+	rmdir(dir);
+}
+
 /* Anyone may connect to the receiver's socket: a hello with several
  * descriptors, or none, is refused and none of them stays open. */
 TEST(bad_hellos_leak_nothing)
 {
 	struct lzchan_opts o = lz_opts(64, 64, 2);
 	char dir[64], path[128], b;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct lzchan *rx, *tx;
-	struct stat cs;
+	struct sockaddr_un a;
+	struct lzchan *rx;
 	int i, before, after, c, fds[3];
 
 	shm_dir(_metadata, dir, sizeof(dir));
 	path_of(path, sizeof(path), dir, "hello");
 	ASSERT_EQ(0, lzchan_open(&rx, "hello", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
-	ASSERT_EQ(0, stat(path, &cs));
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/.lzchan-%llx-%llx.sock", dir,
-		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
+	sock_addr(_metadata, &a, dir, path);
 	before = lz_dir_entries("/proc/self/fd");
 	for (i = 0; i < 20; i++) {
 		union {
@@ -1156,14 +1183,7 @@ TEST(bad_hellos_leak_nothing)
 	EXPECT_EQ(0, lzchan_arm(rx));
 	after = lz_dir_entries("/proc/self/fd");
 	EXPECT_EQ(before, after) TH_LOG("%d descriptors stayed in the receiver", after - before);
-	/* And the channel works. */
-	ASSERT_EQ(0, lzchan_open(&tx, "hello", LZCHAN_SENDER, NULL));
-	ASSERT_EQ(0, lzchan_send(tx, "h", 1));
-	EXPECT_EQ(1, lzchan_recv(rx, &b, 1, NULL));
-	lzchan_close(tx);
-	lzchan_close(rx);
-	lzchan_unlink("hello");
-	rmdir(dir);
+	still_works_then_close(_metadata, rx, "hello", dir);
 }
 
 /*
@@ -1174,19 +1194,16 @@ TEST(bad_hellos_leak_nothing)
 TEST(silent_strangers_are_dropped)
 {
 	struct lzchan_opts o = lz_opts(64, 64, 2);
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a;
 	struct pollfd pf[16];
 	char dir[64], path[128], b;
-	struct lzchan *rx, *tx;
-	struct stat cs;
+	struct lzchan *rx;
 	int i, hung = 0, round;
 
 	shm_dir(_metadata, dir, sizeof(dir));
 	path_of(path, sizeof(path), dir, "silent");
 	ASSERT_EQ(0, lzchan_open(&rx, "silent", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
-	ASSERT_EQ(0, stat(path, &cs));
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/.lzchan-%llx-%llx.sock", dir,
-		 (unsigned long long)cs.st_dev, (unsigned long long)cs.st_ino);
+	sock_addr(_metadata, &a, dir, path);
 	for (i = 0; i < 16; i++) {
 		pf[i].fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 		pf[i].events = POLLIN;
@@ -1206,14 +1223,7 @@ TEST(silent_strangers_are_dropped)
 		close(pf[i].fd);
 	}
 	EXPECT_EQ(16, hung) TH_LOG("%d of 16 silent connections were kept", 16 - hung);
-	/* And the channel works. */
-	ASSERT_EQ(0, lzchan_open(&tx, "silent", LZCHAN_SENDER, NULL));
-	ASSERT_EQ(0, lzchan_send(tx, "h", 1));
-	EXPECT_EQ(1, lzchan_recv(rx, &b, 1, NULL));
-	lzchan_close(tx);
-	lzchan_close(rx);
-	lzchan_unlink("silent");
-	rmdir(dir);
+	still_works_then_close(_metadata, rx, "silent", dir);
 }
 
 /* Only faults in channel memory are caught: any other SIGBUS still kills. */
