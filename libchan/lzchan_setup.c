@@ -883,6 +883,17 @@ static void __lzchan_shm_sweep(const char *path)
 	closedir(d);
 }
 
+/* Remove @ch's name if it still names @ch's file (a temporary channel
+ * whose receiver has gone). */
+static void __lzchan_shm_remove_temp(struct lzchan *ch)
+{
+	struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
+	char path[PATH_MAX];
+
+	if (!__lzchan_shm_path(path, sizeof(path), ch->name))
+		(void)__lzchan_shm_remove_if(path, &was);
+}
+
 static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 			     unsigned int flags, const struct lzchan_opts *o)
 {
@@ -1119,13 +1130,8 @@ void lzchan_close(struct lzchan *ch)
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
 			/* A temporary channel's name goes with us (before
 			 * our lock: a newcomer must not find it alive). */
-			if (ch->temp) {
-				char path[PATH_MAX];
-				struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
-
-				if (!__lzchan_shm_path(path, sizeof(path), ch->name))
-					(void)__lzchan_shm_remove_if(path, &was);
-			}
+			if (ch->temp)
+				__lzchan_shm_remove_temp(ch);
 			/* Senders believe GONE only once our lock is free
 			 * (anyone can write the word): free it now rather than
 			 * at close(). */
@@ -1156,6 +1162,12 @@ void lzchan_close(struct lzchan *ch)
 			parked = __lz_load(&ch->f.rx->parked);
 			if (parked & 1)
 				__lzchan_wake(ch, parked);
+			/* A temporary channel whose receiver died while we
+			 * held it (a closing one removes the name itself):
+			 * its name goes with our handle, as the module's does
+			 * with its receiver.  Believed only on its free lock. */
+			if (ch->temp && __lzchan_shm_rx_alive(ch) == 0)
+				__lzchan_shm_remove_temp(ch);
 		}
 	} else if (ch->f.role == LZCHAN_RECEIVER && ch->f.lanes) {
 		__lzchan_rx_publish_all(ch);

@@ -966,6 +966,7 @@ TEST(temporary_channel_goes_with_its_receiver)
 	struct lzchan *rx, *tx, *x;
 	int ready[2], r;
 	char buf[8];
+	pid_t pid;
 
 	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_TEMP, &o));
 	EXPECT_EQ(-EINVAL, lzchan_open(&x, name, LZCHAN_RECEIVER | LZCHAN_TEMP, &o));
@@ -999,6 +1000,17 @@ TEST(temporary_channel_goes_with_its_receiver)
 	ASSERT_EQ(0, temp_receiver_killed(dead, &o, ready));
 	EXPECT_EQ(-ENOENT, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
 	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL));
+
+	/* Killed while a sender holds it (a server's reply channel to a
+	 * client that dies): the name goes with that sender's handle at
+	 * the latest (shm), with the receiver (the module). */
+	pid = receiver_child(dead, LZCHAN_CREATE | LZCHAN_TEMP, &o, ready);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, lzchan_open(&x, dead, LZCHAN_SENDER, NULL));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &r, 0));
+	lzchan_close(x);
+	EXPECT_EQ(-ENOENT, lzchan_stat(dead, &st, NULL)) TH_LOG("outlived its sender's close");
 	lzchan_close(rx);
 	EXPECT_EQ(-ENOENT, lzchan_stat(next, &st, NULL));
 }
