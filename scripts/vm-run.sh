@@ -465,6 +465,8 @@ bad+='|bad unlock balance|held lock freed|INFO: lockdep is turned off'
 bad+='|refcount_t:|UBSAN:|KASAN:|KFENCE:|ODEBUG:|list_add corruption|list_del corruption'
 bad+='|scheduling while atomic|sleeping function called from invalid context|[Hh]ung task'
 bad+='|soft lockup|hard LOCKUP|RCU stall|detected stalls? on CPU|self-detected stall|BUG kmalloc|Bad page'
+# x86's oops headers for traps that say neither BUG nor Oops.
+bad+='|int3: [0-9a-f]{4}|invalid opcode: [0-9a-f]{4}|divide error: [0-9a-f]{4}|stack segment: [0-9a-f]{4}'
 splat=$( { unframed "$vm/dmesg.log"; unframed "$vm/console.txt"; } | grep -E "$bad" |
 	sed 's/^\[ *[0-9.]*\] //' | awk '!seen[$0]++' | head -n 20)
 if [ -z "$splat" ] && [ -s "$vm/dmesg.log" ]; then
@@ -472,5 +474,13 @@ if [ -z "$splat" ] && [ -s "$vm/dmesg.log" ]; then
 else
 	check "not ok" "kernel log clean"
 	echo "# kernel log:"; printf '%s\n' "${splat:-(no dmesg captured)}" | sed 's/^/#   /'
+	# The first report whole (its header, registers and trace): the
+	# matching lines alone do not say where it happened.
+	first=$(unframed "$vm/console.txt" | grep -n -m1 -E "$bad" | cut -d: -f1)
+	if [ -n "$first" ]; then
+		echo "# the first report on the console (kept in $vm/console.txt):"
+		unframed "$vm/console.txt" | sed -n "$((first > 5 ? first - 5 : 1)),$((first + 60))p" |
+			sed 's/^/#   /'
+	fi
 fi
 finish
