@@ -9,7 +9,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 manpage=$here/../man/man1/lzchan.1
 n=0 failed=0
 echo "TAP version 13"
-echo "1..62"
 
 check() { # description, then the test as a command (or shell function)
 	desc=$1; shift
@@ -275,6 +274,11 @@ check "recv of a file that is not a channel: says so and how to remove it" \
 run show junk
 check "show of a file that is not a channel: lanes unavailable (EPROTO), as the library says" \
 	eval 'rc_is 0 && out_has "^lanes: *unavailable (EPROTO)"'
+mkdir "$LZCHAN_SHM_DIR/lzchan.adir"
+run create adir --exist-ok
+check "create --exist-ok over a directory: EPROTO, exit 1 (not 'exists')" \
+	eval 'rc_is 1 && err_has "(EPROTO)" && err_one_line'
+rmdir "$LZCHAN_SHM_DIR/lzchan.adir"
 # A receiver killed without closing: send must not end with status 0.
 "$tool" create dead
 "$tool" recv dead >/dev/null 2>&1 & rpid=$!
@@ -311,4 +315,5 @@ else
 	skip "man page: groff -ww -man reports nothing" "groff or $manpage missing"
 	skip "man page renders with man -l, no warnings, every command" "groff or $manpage missing"
 fi
+echo "1..$n"
 exit $failed
