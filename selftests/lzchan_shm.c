@@ -680,7 +680,10 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct lzchan_shm_hdr *hdr;
+	struct lzchan_shm_rx *rxa;
+	struct lzchan_layout l;
 	unsigned char *p;
+	uint32_t k;
 	struct timespec nap = { .tv_nsec = 20000 };
 	uint64_t end, r;
 	struct stat st;
@@ -692,10 +695,22 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
 	if (p == MAP_FAILED)
 		_exit(2);
 	hdr = (struct lzchan_shm_hdr *)(p + page);
+	/* The library's file header: eight 32-bit words, then the layout. */
+	memcpy(&l, p + 32, sizeof(l));
+	if (l.rx_off + l.rx_size > (uint64_t)st.st_size ||
+	    l.lanes_off + (uint64_t)HW_SENDERS * l.lane_stride > (uint64_t)st.st_size)
+		_exit(3);
+	rxa = (struct lzchan_shm_rx *)(p + page + l.rx_off);
 	end = hw_ms() + ms;
 	while (hw_ms() < end) {
+		struct lzchan_shm_rx_lane *rxl;
+		struct lzchan_shm_tx *tx;
+
 		r = hw_rand(&seed);
-		switch (r % 8) {
+		k = (uint32_t)(hw_rand(&seed) % HW_SENDERS);
+		rxl = (struct lzchan_shm_rx_lane *)((char *)rxa + l.rx_lanes) + k;
+		tx = (struct lzchan_shm_tx *)(p + page + l.lanes_off + k * l.lane_stride);
+		switch (r % 14) {
 		case 0: case 1: case 2:		/* any byte, any word */
 			p[hw_rand(&seed) % st.st_size] = (unsigned char)hw_rand(&seed);
 			break;
@@ -724,6 +739,29 @@ static void hw_scribbler(const char *path, int ms, uint64_t seed)
 		case 7:				/* a page's worth of garbage */
 			memset(p + page + (hw_rand(&seed) % (st.st_size - page)) / 64 * 64,
 			       (int)(r >> 8), 64);
+			break;
+		/* Each remaining control word, forged on purpose. */
+		case 8:				/* a lane's head: ahead, behind, anywhere */
+			rxl->head += (uint32_t)(r >> 8) % 3 == 0 ? 1 :
+				     (uint32_t)(r >> 8) % 3 == 1 ? -1U : (uint32_t)hw_rand(&seed);
+			break;
+		case 9:				/* a lane's tail */
+			tx->tail += r & 256 ? (uint32_t)hw_rand(&seed) % 512 : -1U;
+			break;
+		case 10:			/* "the receiver closed cleanly" */
+			hdr->rx_bye = r & 256 ? LZCHAN_STATUS_GEN(hdr->rx_status) :
+					       (uint32_t)hw_rand(&seed);
+			break;
+		case 11:			/* "the receiver gave this lane up" */
+			rxl->broken = r & 256 ? rxl->broken + 1 : (uint32_t)hw_rand(&seed);
+			break;
+		case 12:			/* "parked", "armed", "sleepy" */
+			rxa->parked = (uint32_t)hw_rand(&seed);
+			rxa->armed = (uint32_t)(r >> 8) & 1;
+			rxl->sleepy = (uint32_t)hw_rand(&seed) | 1;
+			break;
+		case 13:			/* "its close was drained" */
+			rxl->close_ack = r & 256 ? rxl->close_ack + 1 : (uint32_t)hw_rand(&seed);
 			break;
 		}
 		nanosleep(&nap, NULL);
