@@ -596,6 +596,48 @@ TEST(limits_of_huge_lanes_are_exact)
 	rmdir(dir);
 }
 
+/* The library's own computation (liblzchan internal; the tests link the
+ * static library or its sources). */
+uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count);
+
+/*
+ * Defect 3 without the disk space: the largest message of every geometry
+ * the options allow, from the smallest lane to lanes of 2^32 bytes and far
+ * more, is (slots - 1) * slot size - 8 computed in 64 bits, capped at
+ * LZCHAN_MSG_MAX; and a channel's geometry reports the same.
+ */
+TEST(max_msg_is_exact_for_every_geometry)
+{
+	struct lzchan_opts o = lz_opts(64, 256, 1);
+	struct lzchan *rx;
+	struct lzchan_geom g;
+	uint32_t ss, sc;
+	char dir[64];
+
+	for (ss = 64; ss <= (1U << 16); ss <<= 1) {
+		for (sc = 2; sc && sc <= (1U << 24); sc <<= 1) {
+			uint64_t want = (uint64_t)(sc - 1) * ss - 8;
+
+			if (want > LZCHAN_MSG_MAX)
+				want = LZCHAN_MSG_MAX;
+			ASSERT_EQ(want, __lzchan_max_msg(ss, sc))
+				TH_LOG("slot_size %u, slot_count %u", ss, sc);
+		}
+	}
+	/* Just under, at and over 2^31 bytes of room. */
+	EXPECT_EQ(0x7fff0000U - 8, __lzchan_max_msg(1U << 16, 1U << 15));
+	EXPECT_EQ(LZCHAN_MSG_MAX, __lzchan_max_msg(1U << 16, 1U << 16));
+	EXPECT_EQ(LZCHAN_MSG_MAX, __lzchan_max_msg(1U << 16, 1U << 24));
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(0, lzchan_open(&rx, "maxmsg", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	EXPECT_EQ(255U * 64 - 8, g.max_msg);
+	lzchan_close(rx);
+	lzchan_unlink("maxmsg");
+	rmdir(dir);
+}
+
 /* ---- a hostile writer against honest senders and a receiver ---- */
 
 #define HW_SENDERS	3
