@@ -25,6 +25,7 @@
 #ifndef LZCHAN_H
 #define LZCHAN_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -241,6 +242,15 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint8_t armed;			/* receiver: event fd armed */
 	uint32_t rung_sleepy;		/* sleepy episode we already rang */
 	uint32_t woken_parked;		/* park episode we already woke */
+	/* The inline send's gate, kept by the library whenever what it
+	 * summarises changes: tx_max is the longest payload it takes (0: a
+	 * receiver, or a sender that must fence every send); tx_room the
+	 * positions it may fill before the library looks again (0 while
+	 * anything else needs the library: a reservation of the library's,
+	 * a message that spanned slots, a full view of the lane), bit 31
+	 * set while an inline reservation is open. */
+	uint32_t tx_max, tx_room;
+	const int *lost;		/* nonzero once the mapping was cut (shm) */
 	char *slots;
 	struct lzchan_shm_hdr *hdr;
 	struct lzchan_shm_tx *tx;
@@ -248,7 +258,10 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	struct lzchan_shm_rx *rx;
 	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	/* receiver */
-	uint32_t fast_left;		/* fast receives before a bell check */
+	uint32_t fast_left;		/* fast receives before a bell check; 0
+					 * also while armed, with no active lane,
+					 * and for a sender: the inline gate */
+	uint32_t rx_max;		/* longest payload the inline receive copies */
 	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
 	uint32_t *active;		/* lanes polled by receive-any */
 	struct __lzchan_rxlane *lanes;
@@ -305,15 +318,19 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
 #define __LZCHAN_STATUS_LOST	LZCHAN_STATUS(0xffffffffU, LZCHAN_RX_GONE)
 static inline int __lzchan_cut(const struct __lzchan_fast *f)
 {
-	/* Relaxed: stored by the SIGBUS handler on this thread, during an
-	 * access before this one in program order. */
-	return __lzchan_unlikely(__atomic_load_n(&f->hdr->rx_status, __ATOMIC_RELAXED) ==
-				 __LZCHAN_STATUS_LOST);
+	/* The handler also marks the handle's guard, which f->lost points
+	 * at (a word nobody else writes).  Relaxed: stored by the handler
+	 * on this thread, during an access before this one in program
+	 * order; the signal fence keeps the compiler from hoisting the load
+	 * above that access. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return __lzchan_unlikely(__atomic_load_n(f->lost, __ATOMIC_RELAXED) != 0);
 }
 
 /* The library's entry points behind the inline functions (LZCHAN_0.2;
  * __lzchan_lost since LZCHAN_0.3). */
 int __lzchan_lost(struct lzchan *ch);
+void __lzchan_tx_stats(struct lzchan *ch);
 int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int __lzchan_commit(struct lzchan *ch, size_t len);
@@ -503,74 +520,74 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
 						((size_t)(pos & f->mask) << f->slot_shift));
 }
 
-/* Room for one slot at the tail, no stale payload word to mind, receiver
- * not gone. */
+/* The inline send's gate: a payload it takes, a position it may fill,
+ * and the receiver not gone. */
 static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 {
-	return __lzchan_likely(len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
-			       len <= LZCHAN_INLINE_MAX &&
-			       !f->reserved && !f->cont_any &&
-			       (uint32_t)(f->tail + 1 - f->cached_head) <= f->slot_count) &&
+	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0) &&
 	       /* Pairs with the release store of rx_status (module/receiver). */
 	       __lzchan_likely(LZCHAN_STATUS_STATE(__atomic_load_n(&f->hdr->rx_status,
 							__ATOMIC_ACQUIRE)) != LZCHAN_RX_GONE);
 }
 
-/* Inline sends publish the lane's message and byte counts (tx->msgs,
- * tx->bytes) every LZCHAN_STAT_EVERY messages; the library publishes
- * them exact on every other path, when the lane is full, at
+/* Inline sends count the lane's bytes and publish the lane's message and
+ * byte counts (tx->msgs, tx->bytes) every LZCHAN_STAT_EVERY positions,
+ * through the library; the library counts the messages and publishes the
+ * counts exact on every other path, when the lane is full, at
  * lzchan_flush() and at close.  (A power of two.) */
 #define LZCHAN_STAT_EVERY	64
 
 /* Publish the one-slot message of @len bytes written in slot @h at
  * position @tail (the sender's tail, passed in so that nothing is
- * reloaded after the caller's copy into the slot), then notify. */
-static inline void __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
-					 struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
+ * reloaded after the caller's copy into the slot), then notify.  Returns
+ * what the send returns: 0, or -EIO when an access met a cut. */
+static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
+					struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
 {
-	struct lzchan_shm_tx *tx = f->tx;
 	uint32_t next = tail + 1, sleepy, parked;
-	uint64_t msgs = f->stat_msgs + 1, bytes = f->stat_bytes + len;
 
 	/* Relaxed: published by the release store of seq below. */
 	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
 	/* Pairs with the receiver's acquire load of seq. */
 	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
 	f->tail = next;
-	f->stat_msgs = msgs;
-	f->stat_bytes = bytes;
+	f->tx_room--;
+	f->stat_bytes += len;
 	/* Relaxed: the receiver only compares tail (a stall check, which
-	 * gives a live sender time to agree); nobody orders on the counts. */
-	__atomic_store_n(&tx->tail, next, __ATOMIC_RELAXED);
-	if (__lzchan_unlikely(!(msgs & (LZCHAN_STAT_EVERY - 1)))) {
-		__atomic_store_n(&tx->msgs, msgs, __ATOMIC_RELAXED);
-		__atomic_store_n(&tx->bytes, bytes, __ATOMIC_RELAXED);
-	}
+	 * gives a live sender time to agree); nobody orders on it. */
+	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
+	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1))))
+		__lzchan_tx_stats(ch);
+	/* Did the slot or the lane's line meet a cut?  (Includes the
+	 * compiler barrier that also keeps the loads below after the
+	 * stores above.) */
+	if (__lzchan_cut(f))
+		return -EIO;	/* f->lost is the handle's own guard word */
 	/* Pairs with the receiver's heavy barrier after it stores sleepy or
-	 * parked: it sees our message, or we see its store. */
-	if (__lzchan_unlikely(f->fence_each_send))
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	else
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* Relaxed: the receiver's heavy barrier orders them (see above). */
+	 * parked: it sees our message, or we see its store.  (A sender that
+	 * must fence each send never comes here: tx_max is 0.)  Relaxed:
+	 * the receiver's heavy barrier orders them. */
 	sleepy = __atomic_load_n(&f->my_rxl->sleepy, __ATOMIC_RELAXED);
 	parked = __atomic_load_n(&f->rx->parked, __ATOMIC_RELAXED);
 	if (__lzchan_unlikely(((sleepy & 1) && sleepy != f->rung_sleepy) ||
 			      ((parked & 1) && parked != f->woken_parked)))
 		__lzchan_tx_wake(ch);
+	return 0;
 }
 
 static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER) && __lzchan_fast_room(f, len)) {
+	if (__lzchan_likely(ch != 0) && __lzchan_fast_room(f, len)) {
 		uint32_t tail = f->tail;
 		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
 
+		/* tx_max never exceeds it (the library keeps it so). */
+		if (len > LZCHAN_INLINE_MAX)
+			__builtin_unreachable();
 		__lzchan_copy(h + 1, buf, len);
-		__lzchan_fast_publish(ch, f, h, tail, (uint32_t)len);
-		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
+		return __lzchan_fast_publish(ch, f, h, tail, (uint32_t)len);
 	}
 	return __lzchan_send(ch, buf, len);
 }
@@ -579,9 +596,10 @@ static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER && buf) && __lzchan_fast_room(f, len)) {
+	if (__lzchan_likely(ch && buf) && __lzchan_fast_room(f, len)) {
 		f->reserved = 1;
 		f->resv_len = (uint32_t)len;
+		f->tx_room |= 0x80000000U;	/* no inline send until the commit */
 		*buf = __lzchan_fslot(f, f->slots, f->tail) + 1;
 		return 0;
 	}
@@ -592,13 +610,14 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch && f->role == LZCHAN_SENDER && f->reserved && len <= f->resv_len &&
-			    f->resv_len <= f->slot_size - sizeof(struct lzchan_slot_hdr) &&
-			    !f->cont_any)) {
+	/* Only an inline reservation (bit 31), and what it reserved. */
+	if (__lzchan_likely(ch && (int32_t)f->tx_room < 0 && len <= f->resv_len)) {
+		uint32_t tail = f->tail;
+
 		f->reserved = 0;
-		__lzchan_fast_publish(ch, f, __lzchan_fslot(f, f->slots, f->tail), f->tail,
-				      (uint32_t)len);
-		return __lzchan_cut(f) ? __lzchan_lost(ch) : 0;
+		f->tx_room &= 0x7fffffffU;
+		return __lzchan_fast_publish(ch, f, __lzchan_fslot(f, f->slots, tail), tail,
+					     (uint32_t)len);
 	}
 	return __lzchan_commit(ch, len);
 }
@@ -636,18 +655,28 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch && f->role == LZCHAN_RECEIVER && !f->armed && f->fast_left &&
-			    f->nactive)) {
-		uint32_t i = f->active[f->rr], len;
+	if (__lzchan_likely(ch && f->fast_left)) {
+		uint32_t i = f->active[f->rr], len, peek;
 		struct __lzchan_rxlane *rl = &f->lanes[i];
 		const struct lzchan_slot_hdr *h;
 
-		if (__lzchan_likely(rl->peek == rl->head) && (h = __lzchan_fast_look(f, rl, &len)) &&
-		    __lzchan_likely(len <= cap && len <= LZCHAN_INLINE_MAX)) {
+		peek = rl->peek;
+		h = __lzchan_fslot_ro(f, rl->slots, peek);
+		/* Pairs with the sender's release store of seq.  Then its
+		 * length, relaxed (published by that seq), read once: the
+		 * sender may change it, so only this copy is checked and
+		 * used; a pad, a longer message or garbage is over rx_max. */
+		if (__lzchan_likely(peek == rl->head) &&
+		    __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) == peek + 1 &&
+		    __lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <= f->rx_max &&
+				    len <= cap)) {
+			if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
+				__builtin_unreachable();
 			__lzchan_copy(buf, h + 1, len);
-			/* What was copied met the cut: -EIO, not the zeros. */
-			if (__lzchan_cut(f) && __lzchan_lost(ch))
-				return __lzchan_lost(ch);
+			/* What was copied met the cut: -EIO, not the zeros
+			 * (f->lost is the handle's own guard word). */
+			if (__lzchan_cut(f))
+				return -EIO;
 			f->fast_left--;
 			rl->peek = rl->head = rl->peek + 1;
 			rl->idle = 0;
@@ -665,8 +694,7 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch && f->role == LZCHAN_RECEIVER && !f->armed && f->fast_left &&
-			    f->nactive)) {
+	if (__lzchan_likely(ch && f->fast_left)) {
 		uint32_t i = f->active[f->rr], len;
 		struct __lzchan_rxlane *rl = &f->lanes[i];
 		const struct lzchan_slot_hdr *h = __lzchan_fast_look(f, rl, &len);

@@ -69,13 +69,13 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 			struct lzchan_shm_hdr *h = (void *)(start + g->hdr_off);
 
 			/* Read by the send paths with acquire (they turn to
-			 * the library, which says -EIO), and by __lzchan_cut()
-			 * after an access that may have faulted; nothing else
-			 * of the replacement matters. */
+			 * the library, which says -EIO); nothing else of the
+			 * replacement matters. */
 			__atomic_store_n(&h->rx_status, __LZCHAN_STATUS_LOST,
 					 __ATOMIC_RELEASE);
 		}
-		/* Relaxed: read by the same or a later call on the handle. */
+		/* Relaxed: read by the same call (__lzchan_cut(), after
+		 * the access that faulted, on this thread) or a later one. */
 		__atomic_store_n(&g->lost, 1, __ATOMIC_RELAXED);
 		return;
 	}

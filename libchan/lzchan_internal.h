@@ -87,6 +87,9 @@ struct lzchan {
 	unsigned int nmaps;
 
 	/* sender */
+	uint32_t stat_tail;		/* f.tail when f.stat_msgs last counted: the
+					 * positions since are inline messages */
+	int never_lost;			/* 0: what f.lost points at without a guard */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
 	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
 	uint64_t gone_held_ns;		/* shm: GONE said, receiver's lock found held */
@@ -157,8 +160,9 @@ struct __lzchan_shm_file {
 
 #define SHM_FILE_TEMP		(1U << 0)	/* the name goes with the receiver */
 
-/* lzchan_ring.c: publish the sender's exact message and byte counts. */
-void __lzchan_tx_stats(struct lzchan *ch);
+/* lzchan_ring.c: the inline send's gate (struct __lzchan_fast), kept
+ * whenever what it summarises changes. */
+void __lzchan_tx_gate(struct lzchan *ch);
 
 /* lzchan_setup.c */
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);

@@ -84,10 +84,41 @@ void __lzchan_tx_init(struct lzchan *ch)
 	 * with the receiver's release store of head. */
 	ch->f.tail = __lz_load_acq(&ch->f.my_rxl->head);
 	ch->f.cached_head = ch->f.tail;
+	ch->stat_tail = ch->f.tail;
 	__lz_store(&ch->f.tx->tail, ch->f.tail);
 	/* Relaxed: statistics only we write (zeroed with a reused lane). */
 	ch->f.stat_msgs = __lz_load(&ch->f.tx->msgs);
 	ch->f.stat_bytes = __lz_load(&ch->f.tx->bytes);
+	/* The inline send: one-slot payloads of up to LZCHAN_INLINE_MAX,
+	 * unless every send must fence (then the library sends all). */
+	ch->f.tx_max = ch->f.fence_each_send ? 0 :
+		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) < LZCHAN_INLINE_MAX ?
+		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) : LZCHAN_INLINE_MAX;
+	__lzchan_tx_gate(ch);
+}
+
+/*
+ * The inline send's gate.  tx_room is how many positions the inline path
+ * may fill before the library looks again: the free room by the cached
+ * head, or 0 while the library must act (a reservation of its own, a
+ * message ever spanned slots, a sender that fences every send).  Called
+ * whenever tail, cached_head, reserved or cont_any change in the library,
+ * so the inline path never sees a stale room larger than the truth; the
+ * inline path itself only takes from it.
+ */
+void __lzchan_tx_gate(struct lzchan *ch)
+{
+	ch->f.tx_room = !ch->f.tx_max || ch->f.reserved || ch->f.cont_any ? 0 :
+			ch->f.slot_count - (ch->f.tail - ch->f.cached_head);
+}
+
+/* Count the messages the inline path sent since the last count: one per
+ * position (it sends one-slot messages only).  Before the library moves
+ * the tail itself. */
+static inline void __lz_tx_count(struct lzchan *ch)
+{
+	ch->f.stat_msgs += (uint32_t)(ch->f.tail - ch->stat_tail);
+	ch->stat_tail = ch->f.tail;
 }
 
 /* Time between two looks at a shm receiver's lock from a full ring: the
@@ -210,6 +241,9 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
  * them. */
 void __lzchan_tx_stats(struct lzchan *ch)
 {
+	if (!ch || ch->f.role != LZCHAN_SENDER || !ch->f.tx)
+		return;
+	__lz_tx_count(ch);
 	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
 	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
 }
@@ -254,6 +288,7 @@ static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 	/* Pairs with the receiver's release store of head in
 	 * __lz_rx_publish(): it has finished reading what it released. */
 	ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
+	__lzchan_tx_gate(ch);
 	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count)
 		return 0;
 	return __lz_tx_full(ch);
@@ -279,6 +314,7 @@ static int __lz_tx_pad(struct lzchan *ch)
 	ret = __lz_tx_room(ch, ch->f.tail + pad, &marker);
 	if (ret)
 		return ret;
+	__lz_tx_count(ch);
 	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->f.slot_size - sizeof(*h)));
 	__lz_cont_set(ch, ch->f.tail, false);
@@ -287,6 +323,8 @@ static int __lz_tx_pad(struct lzchan *ch)
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look(). */
 	__lz_store_rel(&h->seq, ch->f.tail + 1);
 	ch->f.tail += pad;
+	ch->stat_tail = ch->f.tail;	/* a pad is no message */
+	__lzchan_tx_gate(ch);
 	/* Relaxed, as in __lz_tx_publish(): the receiver checks that it
 	 * is not left behind us (__lz_rx_claims_more()). */
 	__lz_store(&ch->f.tx->tail, ch->f.tail);
@@ -312,6 +350,7 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	uint32_t start = ch->f.tail, n = __lz_slots_for(ch, len), k;
 	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, start);
 
+	__lz_tx_count(ch);
 	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, len);
 	__lz_cont_set(ch, start, false);
@@ -323,6 +362,8 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	 * payload, len and the marker are visible before the message is. */
 	__lz_store_rel(&h->seq, start + 1);
 	ch->f.tail = start + n;
+	ch->stat_tail = ch->f.tail;
+	__lzchan_tx_gate(ch);
 	/* Statistics for the module and tools; relaxed, nobody orders on them. */
 	__lz_store(&ch->f.tx->tail, ch->f.tail);
 	__lz_store(&ch->f.tx->msgs, ++ch->f.stat_msgs);
@@ -451,12 +492,15 @@ static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
 	uint32_t next = ch->f.tail + 1;
 	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
 
+	__lz_tx_count(ch);
 	/* Relaxed: published by the release store of seq below. */
 	__lz_store(&h->len, len);
 	/* Pairs with the receiver's acquire load of seq in __lz_rx_look()
 	 * and __lz_rx_fast(): payload and len are visible first. */
 	__lz_store_rel(&h->seq, next);
 	ch->f.tail = next;
+	ch->stat_tail = next;
+	__lzchan_tx_gate(ch);
 	/* Statistics; relaxed, nobody orders on them (see __lz_tx_publish()). */
 	__lz_store(&ch->f.tx->tail, next);
 	__lz_store(&ch->f.tx->msgs, ++ch->f.stat_msgs);
@@ -551,14 +595,83 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 	}
 }
 
+/*
+ * The batch's common case: up to @n one-slot messages from @msgs into the
+ * room the inline gate vouches for (tx_room: no reservation, no message
+ * ever spanned slots, free by the cached head), each published as
+ * __lz_fast_publish() does, with the tail, the counts and the stall
+ * check's tail word stored once for the run.  Stops at a message too long
+ * for one slot or one whose copy met a cut (*cut set; the ones before it
+ * went out).  Returns how many were sent.
+ */
+static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, unsigned int n,
+				  bool *cut)
+{
+	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k;
+	uint64_t bytes = 0;
+
+	if ((int32_t)room <= 0)
+		return 0;
+	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
+	if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) == LZCHAN_RX_GONE)
+		return 0;
+	if (n > room)
+		n = room;
+	__lz_tx_count(ch);
+	for (k = 0; k < n; k++) {
+		size_t len = msgs[k].iov_len;
+		struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, tail + k);
+
+		if (len > max)
+			break;
+		__lzchan_copy(h + 1, msgs[k].iov_base, len);
+		/* Relaxed: published by the release store of seq below. */
+		__lz_store(&h->len, (uint32_t)len);
+		/* Pairs with the receiver's acquire load of seq in
+		 * __lz_rx_look() and the inline receive, as in
+		 * __lz_fast_publish(). */
+		__lz_store_rel(&h->seq, tail + k + 1);
+		bytes += len;
+		if (__lzchan_cut(&ch->f)) {
+			*cut = true;	/* this one met the cut: not sent */
+			bytes -= len;
+			break;
+		}
+	}
+	if (!k)
+		return 0;
+	tail += k;
+	ch->f.tail = tail;
+	ch->stat_tail = tail;
+	ch->f.tx_room = room - k;	/* the gate, kept: k positions taken */
+	ch->f.stat_msgs += k;
+	ch->f.stat_bytes += bytes;
+	/* Relaxed, as in __lz_fast_publish(). */
+	__lz_store(&ch->f.tx->tail, tail);
+	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
+	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
+	return k;
+}
+
 int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
 {
-	unsigned int i;
+	unsigned int i = 0;
+	bool cut = false;
 	int ret = 0;
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
-	for (i = 0; i < n; i++) {
+	while (i < n) {
+		/* As many as the gate allows in one run... */
+		i += __lz_send_run(ch, msgs + i, n - i, &cut);
+		if (cut) {
+			ret = -EIO;
+			break;
+		}
+		if (i == n)
+			break;
+		/* ...then one the general way (a long message, a full view
+		 * of the lane: which refreshes the gate for the next run). */
 		if (!__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len)) {
 			ret = __lz_tx_check(ch, msgs[i].iov_len);
 			if (ret)
@@ -571,6 +684,7 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 		ret = __lz_touched(ch, 0);
 		if (ret)
 			break;
+		i++;
 	}
 	ret = __lz_touched(ch, ret);
 	if (i)
@@ -586,6 +700,7 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER && buf) && __lz_fast_room(ch, len)) {
 		ch->f.reserved = true;
 		ch->f.resv_len = (uint32_t)len;
+		__lzchan_tx_gate(ch);
 		*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
 		return 0;
 	}
@@ -600,6 +715,7 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 		return __lz_touched(ch, ret);
 	ch->f.reserved = true;
 	ch->f.resv_len = len;
+	__lzchan_tx_gate(ch);
 	*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
 	return 0;
 }
@@ -695,6 +811,8 @@ static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 	ch->f.active[k] = ch->f.active[--ch->f.nactive];
 	if (ch->f.rr >= ch->f.nactive)
 		ch->f.rr = 0;
+	if (!ch->f.nactive)
+		ch->f.fast_left = 0;	/* the inline gate: no lane to look at */
 }
 
 /* Does lane @rl need polling: a message ready, or a status change? */
@@ -727,6 +845,8 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	uint32_t i;
 
 	ch->sleepy_after = SLEEPY_AFTER;
+	ch->f.rx_max = ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) < LZCHAN_INLINE_MAX ?
+		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) : LZCHAN_INLINE_MAX;
 	/* Continue the park episodes of earlier receivers (awake: even), so
 	 * no sender takes a new episode for one it already woke. */
 	/* Relaxed: only we write parked; senders read it after publishing
@@ -1410,7 +1530,8 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 {
 	uint32_t k, w;
 
-	if (!ch->quiet_left)
+	/* A handle whose mapping was cut says so on every call: not here. */
+	if (!ch->quiet_left || __lzchan_cut(&ch->f))
 		return false;
 	ch->quiet_left--;
 	for (k = 0; k < ch->f.nactive; k++) {
@@ -1477,7 +1598,9 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	polls = 1 + ch->quiet_spent;
 	ch->quiet_spent = 0;
 	ch->quiet_left = 0;
-	ch->f.fast_left = FAST_BELL_EVERY;
+	/* The inline gate: never with no active lane (armed was cleared
+	 * on the way in). */
+	ch->f.fast_left = ch->f.nactive ? FAST_BELL_EVERY : 0;
 	__lz_rx_bell(ch);
 	/* Now and then whether or not the count moved: a module without
 	 * LZCHAN_FEAT_DEPARTURES leaves it at 0. */
@@ -1533,7 +1656,10 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 
 	if (ret)
 		return ret;
-	return __lz_rx_any(ch, m);
+	/* The look itself may be what meets a cut (a call that took no
+	 * fast path checked the guard before touching anything): -EIO,
+	 * not what the zeros said. */
+	return __lz_touched(ch, __lz_rx_any(ch, m));
 }
 
 int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
@@ -1548,7 +1674,7 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 	if (ret == -EAGAIN && ch->backend == LZCHAN_BACKEND_SHM &&
 	    ++ch->f.lanes[lane].idle % STATUS_SCAN_EVERY == 0)
 		__lz_rx_liveness(ch, lane);
-	return ret;
+	return __lz_touched(ch, ret);	/* as in lzchan_peek() */
 }
 
 void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)

@@ -733,6 +733,7 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, page);
 	if (!ch->guard)
 		return -errno;
+	ch->f.lost = &ch->guard->lost;	/* __lzchan_cut() reads it */
 	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
 }
 
@@ -1011,6 +1012,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	if (!ch)
 		return -ENOMEM;
 	ch->f.role = role;
+	ch->f.lost = &ch->never_lost;	/* shm: the guard's word, once mapped */
 	ch->fd = -1;
 	ch->evfd = -1;
 	ch->lsock = -1;
