@@ -15,7 +15,7 @@
 #   make dkms-install   module sources to /usr/src/lzchan-VERSION for DKMS
 
 VERSION		:= 0.3.0
-SONAME		:= liblzchan.so.0
+SONAME		:= liblzchan.so.1
 CACHE		?= $(CURDIR)/.cache
 # The module is built for KDIR= when given, else for the running kernel
 # (when its headers are installed: see 'modules' below).
@@ -123,7 +123,7 @@ vm-check: lib selftests
 
 # ---- installation (Documentation/admin/guide.rst) ----
 # make install is three parts, each usable alone:
-#   install-lib     the library (.so.0, its symlink, .a), the headers
+#   install-lib     the library (.so.1, its symlink, .a), the headers
 #                   (lzchan.h and the UAPI <linux/lzchan.h>), lzchan.pc and
 #                   the man pages of sections 3 and 7.  Under PREFIX only:
 #                   an unprivileged user can run it.

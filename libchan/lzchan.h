@@ -206,7 +206,8 @@ struct lzchan_msg {
  * lzchan_peek() and lzchan_release() are inline (below) for the common
  * case -- a message of one slot -- and call the library for everything
  * else.  They read and write the structures here, which are private to
- * liblzchan but part of its ABI (a layout change bumps the soname); do not
+ * liblzchan but part of its ABI (a layout change bumps the soname: it did,
+ * to liblzchan.so.1, when the gates below came in); do not
  * touch them.  Define LZCHAN_NO_INLINE before including this header to
  * call the library for everything.
  */

@@ -30,7 +30,7 @@ check "make install dkms-install DESTDIR= PREFIX=/usr succeeds" [ $? = 0 ]
 
 # path and octal mode of every file install must produce
 cat >"$tmp/expect" <<EOF
-usr/lib/liblzchan.so.0 755
+usr/lib/liblzchan.so.1 755
 usr/lib/liblzchan.a 644
 usr/lib/pkgconfig/lzchan.pc 644
 usr/include/lzchan.h 644
@@ -74,10 +74,10 @@ check "$(wc -l <"$tmp/expect") files installed with their modes (tools, man page
 check "the tools installed include lzchan and lzchan-demo" \
 	sh -c "grep -qx 'usr/bin/lzchan 755' '$tmp/expect' && grep -qx 'usr/bin/lzchan-demo 755' '$tmp/expect'"
 
-check "liblzchan.so is a symlink to the soname liblzchan.so.0" \
-	[ "$(readlink "$d/usr/lib/liblzchan.so")" = liblzchan.so.0 ]
-check "the installed library's SONAME is liblzchan.so.0" \
-	sh -c "readelf -d '$d/usr/lib/liblzchan.so.0' | grep -q 'SONAME.*\[liblzchan.so.0\]'"
+check "liblzchan.so is a symlink to the soname liblzchan.so.1" \
+	[ "$(readlink "$d/usr/lib/liblzchan.so")" = liblzchan.so.1 ]
+check "the installed library's SONAME is liblzchan.so.1" \
+	sh -c "readelf -d '$d/usr/lib/liblzchan.so.1' | grep -q 'SONAME.*\[liblzchan.so.1\]'"
 check "dkms.conf's PACKAGE_VERSION is the Makefile's VERSION ($version), in the tree and installed" \
 	sh -c "grep -qx 'PACKAGE_VERSION=\"$version\"' '$top/dkms.conf' &&
 	       grep -qx 'PACKAGE_VERSION=\"$version\"' '$d/usr/src/lzchan-$version/dkms.conf'"
@@ -150,8 +150,8 @@ cc -Wall -Wextra -Werror $(pkg-config --cflags lzchan) -o "$tmp/hello" "$tmp/hel
 rc=$?
 sed 's/^/# /' "$tmp/cc.log"
 check "a program builds against the installed headers and library (-Wall -Wextra -Werror)" [ $rc = 0 ]
-check "it loads the installed liblzchan.so.0" \
-	sh -c "LD_LIBRARY_PATH='$d/usr/lib' ldd '$tmp/hello' 2>&1 | grep -q '=> $d/usr/lib/liblzchan.so.0 '"
+check "it loads the installed liblzchan.so.1" \
+	sh -c "LD_LIBRARY_PATH='$d/usr/lib' ldd '$tmp/hello' 2>&1 | grep -q '=> $d/usr/lib/liblzchan.so.1 '"
 # The version the library reports: the Makefile's major.minor.
 ver=$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*\([0-9]*\.[0-9]*\).*/\1/p' "$top/Makefile")
 check "it runs: a message from a forked sender arrives (shm backend)" \
@@ -176,7 +176,7 @@ check "make uninstall dkms-uninstall removes every file" [ "$rc:$left" = 0: ]
 d2=$tmp/root2
 mk install DESTDIR="$d2"
 check "default PREFIX: /usr/local for the library, pkg-config says so" \
-	sh -c "[ -f '$d2/usr/local/lib/liblzchan.so.0' ] && [ -f '$d2/usr/local/bin/lzchan' ] &&
+	sh -c "[ -f '$d2/usr/local/lib/liblzchan.so.1' ] && [ -f '$d2/usr/local/bin/lzchan' ] &&
 	       grep -qx 'prefix=/usr/local' '$d2/usr/local/lib/pkgconfig/lzchan.pc' &&
 	       grep -qx 'libdir=/usr/local/lib' '$d2/usr/local/lib/pkgconfig/lzchan.pc'"
 check "default PREFIX: the udev rule still goes where udev reads it" \
@@ -184,7 +184,7 @@ check "default PREFIX: the udev rule still goes where udev reads it" \
 d3=$tmp/root3
 mk install DESTDIR="$d3" PREFIX=/opt/lz UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR=
 check "UDEVRULESDIR= MODULESLOADDIR= SYSUSERSDIR= skip the system files (not DKMS's sources)" \
-	sh -c "[ -f '$d3/opt/lz/lib/liblzchan.so.0' ] && [ ! -e '$d3/usr/lib' ] &&
+	sh -c "[ -f '$d3/opt/lz/lib/liblzchan.so.1' ] && [ ! -e '$d3/usr/lib' ] &&
 	       [ -f '$d3/usr/src/lzchan-$version/dkms.conf' ]"
 
 # The parts, as an unprivileged user into a home prefix: nothing outside
@@ -196,7 +196,7 @@ asnobody make -s -C "$top" install-lib PREFIX="$u/.local" >"$tmp/user.log" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/user.log"
 check "make install-lib as an unprivileged user into PREFIX=~/.local" \
-	sh -c "[ $rc = 0 ] && [ -f '$u/.local/lib/liblzchan.so.0' ] &&
+	sh -c "[ $rc = 0 ] && [ -f '$u/.local/lib/liblzchan.so.1' ] &&
 	       [ -f '$u/.local/include/lzchan.h' ] && [ -f '$u/.local/include/linux/lzchan.h' ] &&
 	       [ -f '$u/.local/lib/pkgconfig/lzchan.pc' ] &&
 	       [ -f '$u/.local/share/man/man3/lzchan_open.3' ] && [ ! -e '$u/.local/bin' ]"
@@ -213,7 +213,7 @@ check "make install-module: the DKMS sources and the system files, no library or
 	sh -c "[ -f '$d4/usr/src/lzchan-$version/dkms.conf' ] &&
 	       [ -f '$d4/usr/lib/udev/rules.d/60-lzchan.rules' ] &&
 	       [ -f '$d4/usr/lib/modules-load.d/lzchan.conf' ] &&
-	       [ ! -e '$d4/usr/lib/liblzchan.so.0' ] && [ ! -e '$d4/usr/bin' ]"
+	       [ ! -e '$d4/usr/lib/liblzchan.so.1' ] && [ ! -e '$d4/usr/bin' ]"
 asnobody make -s -C "$top" uninstall-lib uninstall-tools PREFIX="$u/.local" >"$tmp/user.log" 2>&1
 rc=$?
 left=$(cd "$u" && find . ! -type d | sed 's/^\.//')
