@@ -252,6 +252,7 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * set while an inline reservation is open. */
 	uint32_t tx_max, tx_room;
 	const int *lost;		/* nonzero once the mapping was cut (shm) */
+	struct lzchan_slot_hdr *resv_slot;	/* an inline reservation's slot */
 	char *slots;
 	struct lzchan_shm_hdr *hdr;
 	struct lzchan_shm_tx *tx;
@@ -598,10 +599,13 @@ static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
 	if (__lzchan_likely(ch && buf) && __lzchan_fast_room(f, len)) {
+		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
+
 		f->reserved = 1;
 		f->resv_len = (uint32_t)len;
+		f->resv_slot = h;		/* for the commit, after the caller's copy */
 		f->tx_room |= 0x80000000U;	/* no inline send until the commit */
-		*buf = __lzchan_fslot(f, f->slots, f->tail) + 1;
+		*buf = h + 1;
 		return 0;
 	}
 	return __lzchan_reserve(ch, len, buf);
@@ -613,12 +617,9 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 
 	/* Only an inline reservation (bit 31), and what it reserved. */
 	if (__lzchan_likely(ch && (int32_t)f->tx_room < 0 && len <= f->resv_len)) {
-		uint32_t tail = f->tail;
-
 		f->reserved = 0;
 		f->tx_room &= 0x7fffffffU;
-		return __lzchan_fast_publish(ch, f, __lzchan_fslot(f, f->slots, tail), tail,
-					     (uint32_t)len);
+		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
 	}
 	return __lzchan_commit(ch, len);
 }
