@@ -238,7 +238,9 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint32_t cached_head;		/* receiver's head as last read */
 	uint32_t resv_len;
 	uint8_t reserved;		/* between lzchan_reserve and commit */
-	uint8_t cont_any;		/* a message ever spanned slots */
+	uint8_t cont_any;		/* a slot holds payload in its first word
+					 * (a message spanned slots, and not all of
+					 * them were written over since) */
 	uint8_t fence_each_send;	/* no asymmetric barrier available */
 	uint8_t armed;			/* receiver: event fd armed */
 	uint32_t rung_sleepy;		/* sleepy episode we already rang */

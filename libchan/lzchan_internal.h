@@ -91,6 +91,7 @@ struct lzchan {
 					 * positions since are inline messages */
 	int never_lost;			/* 0: what f.lost points at without a guard */
 	uint8_t *cont;			/* bit per slot: word 0 holds payload */
+	uint32_t cont_count;		/* bits set in cont (f.cont_any: nonzero) */
 	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
 	uint64_t gone_held_ns;		/* shm: GONE said, receiver's lock found held */
 

@@ -47,15 +47,24 @@ static inline bool __lz_cont_test(const struct lzchan *ch, uint32_t pos)
 	return ch->cont[i >> 3] & (1U << (i & 7));
 }
 
+/* Mark whether the slot at @pos holds payload in its first word.  cont_any
+ * says whether any slot does (a count of set bits keeps it exact), so the
+ * inline path comes back once a long message's slots have all been
+ * written over. */
 static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
 {
 	uint32_t i = pos & ch->f.mask;
+	uint8_t bit = (uint8_t)(1U << (i & 7));
 
-	if (v) {
-		ch->cont[i >> 3] |= 1U << (i & 7);
+	if (v && !(ch->cont[i >> 3] & bit)) {
+		ch->cont[i >> 3] |= bit;
+		ch->cont_count++;
 		ch->f.cont_any = true;
-	} else
-		ch->cont[i >> 3] &= ~(1U << (i & 7));
+	} else if (!v && (ch->cont[i >> 3] & bit)) {
+		ch->cont[i >> 3] &= (uint8_t)~bit;
+		if (!--ch->cont_count)
+			ch->f.cont_any = false;
+	}
 }
 
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size)

@@ -264,6 +264,45 @@ TEST(wraparound_adversarial_payload)
 #undef N
 }
 
+/*
+ * After a message that spans slots, the sender's inline path stands aside
+ * (a slot's first word holds payload, which a one-slot message there
+ * would have to mark) -- until every such slot has been written over,
+ * then it comes back.  Looked at through the inline gate (struct
+ * __lzchan_fast, private but in the header); what arrives is checked
+ * throughout, with a payload word that forges the next lap's sequence.
+ */
+TEST(inline_send_comes_back_after_a_long_message)
+{
+	const struct __lzchan_fast *f;
+	uint32_t out[64], in[64], k;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "back", lz_opts(64, 32, 1)));
+	f = (const struct __lzchan_fast *)p.tx;
+	if (!f->tx_max)
+		SKIP(goto out, "this sender fences every send (no membarrier): never inline");
+	EXPECT_LT(0, (int32_t)f->tx_room);
+	/* Three slots; the first word of slot 2's payload area says "ready"
+	 * for position 2 one lap on. */
+	memset(out, 0x5a, sizeof(out));
+	out[(2 * 64 - 8) / 4] = 2 + 32 + 1;
+	ASSERT_EQ(0, lzchan_send(p.tx, out, 3 * 64 - 8));
+	ASSERT_EQ(3 * 64 - 8, lzchan_recv(p.rx, in, sizeof(in), NULL));
+	EXPECT_EQ(0, memcmp(in, out, 3 * 64 - 8));
+	EXPECT_EQ(0, (int32_t)f->tx_room) TH_LOG("inline send over a slot with payload in word 0");
+	for (k = 0; k < 40; k++) {
+		out[0] = k;
+		ASSERT_EQ(0, lzchan_send(p.tx, out, 8));
+		ASSERT_EQ(8, lzchan_recv(p.rx, in, sizeof(in), NULL)) TH_LOG("k %u", k);
+		ASSERT_EQ(k, in[0]);
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, in, sizeof(in), NULL)) TH_LOG("k %u", k);
+	}
+	EXPECT_LT(0, (int32_t)f->tx_room) TH_LOG("the inline send never came back");
+out:
+	pair_close(&p);
+}
+
 TEST(batch_send_and_recv)
 {
 	struct iovec iov[100];
