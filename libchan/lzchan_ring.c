@@ -67,6 +67,15 @@ static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
 	}
 }
 
+/* The longest payload lzchan.h's inline paths move: one slot's, at most
+ * LZCHAN_INLINE_MAX (their copy is unrolled for that). */
+static inline uint32_t __lz_inline_max(const struct lzchan *ch)
+{
+	uint32_t m = ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr);
+
+	return m < LZCHAN_INLINE_MAX ? m : LZCHAN_INLINE_MAX;
+}
+
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size)
 {
 	uint32_t s;
@@ -100,9 +109,7 @@ void __lzchan_tx_init(struct lzchan *ch)
 	ch->f.stat_bytes = __lz_load(&ch->f.tx->bytes);
 	/* The inline send: one-slot payloads of up to LZCHAN_INLINE_MAX,
 	 * unless every send must fence (then the library sends all). */
-	ch->f.tx_max = ch->f.fence_each_send ? 0 :
-		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) < LZCHAN_INLINE_MAX ?
-		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) : LZCHAN_INLINE_MAX;
+	ch->f.tx_max = ch->f.fence_each_send ? 0 : __lz_inline_max(ch);
 	__lzchan_tx_gate(ch);
 }
 
@@ -117,8 +124,14 @@ void __lzchan_tx_init(struct lzchan *ch)
  */
 void __lzchan_tx_gate(struct lzchan *ch)
 {
-	ch->f.tx_room = !ch->f.tx_max || ch->f.reserved || ch->f.cont_any ? 0 :
-			ch->f.slot_count - (ch->f.tail - ch->f.cached_head);
+	/* cached_head comes from the receiver's line: a head "ahead" of our
+	 * tail (a hostile or broken receiver, or on shm anyone) gives no
+	 * room here, as it gives none in __lz_tx_room(), rather than room
+	 * beyond the ring (or a value with bit 31, the reservation mark). */
+	uint32_t used = ch->f.tail - ch->f.cached_head;
+
+	ch->f.tx_room = !ch->f.tx_max || ch->f.reserved || ch->f.cont_any ||
+			used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
 }
 
 /* Count the messages the inline path sent since the last count: one per
@@ -854,8 +867,7 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	uint32_t i;
 
 	ch->sleepy_after = SLEEPY_AFTER;
-	ch->f.rx_max = ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) < LZCHAN_INLINE_MAX ?
-		       ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr) : LZCHAN_INLINE_MAX;
+	ch->f.rx_max = __lz_inline_max(ch);
 	/* Continue the park episodes of earlier receivers (awake: even), so
 	 * no sender takes a new episode for one it already woke. */
 	/* Relaxed: only we write parked; senders read it after publishing

@@ -158,6 +158,74 @@ TEST(truncated_channel_kills_nobody)
 	rmdir(dir);
 }
 
+/* Map the channel file open at @fd up to its lanes, writable, as a peer
+ * with write access can: the library's file header (eight 32-bit words,
+ * then the layout, into *@l), then the control areas.  MAP_FAILED on
+ * error; *@len is the length to unmap. */
+static char *ctl_map(int fd, struct lzchan_layout *l, size_t *len)
+{
+	if (pread(fd, l, sizeof(*l), 32) != (ssize_t)sizeof(*l))
+		return MAP_FAILED;
+	*len = sysconf(_SC_PAGESIZE) + l->lanes_off;
+	return mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
+/*
+ * A head forged "ahead" of the sender's tail (anyone with write access
+ * can store it on shm) buys no room beyond the ring: the sender never
+ * overwrites more than a ring's worth of unread messages of its own.
+ */
+TEST(forged_head_gives_no_extra_room)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 1);
+	long page = sysconf(_SC_PAGESIZE);
+	char dir[64], path[128], buf[16];
+	struct lzchan_layout l;
+	struct lzchan_geom g;
+	struct lzchan *rx, *tx;
+	volatile uint32_t *head;
+	int fd, k, r = 0;
+	size_t len;
+	char *map;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "forgehead");
+	ASSERT_EQ(0, lzchan_open(&rx, "forgehead", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "forgehead", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_geometry(tx, &g));
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	map = ctl_map(fd, &l, &len);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, map);
+	head = (volatile uint32_t *)(map + page + l.rx_off + l.rx_lanes +
+				     g.lane * sizeof(struct lzchan_shm_rx_lane));
+	/* Fill the ring (the sender's view of the head refreshes then),
+	 * forge the head far ahead and also halfway round 2^32. */
+	for (k = 0; k < 65 && !r; k++)
+		r = lzchan_send(tx, "12345678", 8);
+	ASSERT_EQ(-EAGAIN, r) TH_LOG("the ring took %d", k);
+	*head = 64 + 1000;
+	EXPECT_EQ(-EAGAIN, lzchan_send(tx, "12345678", 8));
+	for (k = 0, r = 0; k < 2000 && !r; k++)
+		r = lzchan_send(tx, "12345678", 8);
+	EXPECT_EQ(1, k) TH_LOG("%d sends over unread messages", k - 1);
+	*head = 64 + 0x80000000U;
+	for (k = 0, r = 0; k < 2000 && !r; k++)
+		r = lzchan_send(tx, "12345678", 8);
+	EXPECT_EQ(1, k) TH_LOG("%d sends over unread messages", k - 1);
+	/* Put it back: the receiver's own view never moved, it reads all 64. */
+	*head = 0;
+	for (k = 0; lzchan_recv(rx, buf, sizeof(buf), NULL) == 8; k++)
+		;
+	EXPECT_EQ(64, k);
+	munmap(map, len);
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink("forgehead");
+	rmdir(dir);
+}
+
 /* A receiver that touches the channel after the cut gets -EIO. */
 TEST(truncated_channel_receiver)
 {
@@ -337,10 +405,7 @@ TEST(lost_sender_close_still_wakes)
 	fd = open(path, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, fstat(fd, &st));
-	/* The library's file header: eight 32-bit words, then the layout. */
-	ASSERT_EQ((ssize_t)sizeof(l), pread(fd, &l, sizeof(l), 32));
-	len = page + l.lanes_off;
-	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	map = ctl_map(fd, &l, &len);
 	close(fd);
 	ASSERT_NE(MAP_FAILED, map);
 	rxa = (struct lzchan_shm_rx *)(map + page + l.rx_off);
