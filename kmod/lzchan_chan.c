@@ -783,6 +783,28 @@ static void lzchan_shm_set_status(__u64 *word, u32 gen, u32 state)
 }
 
 /*
+ * The receiver went (rx_status says GONE, stored just before): tell every
+ * lane's sender to look closer at its next send, through the one word it
+ * loads on every send (ABI 2).  Under chan->lock, before a next receiver
+ * can attach; the receiver's own stores to the rx area are over (its last
+ * reference went).  The old value is whatever the receiver left: attn only
+ * has to change.
+ */
+static void lzchan_chan_attn_all(struct lzchan_chan *chan)
+{
+	u32 i;
+
+	for (i = 0; i < chan->max_senders; i++) {
+		__u32 *attn = &lzchan_shm_rx_lane(chan, i)->attn;
+
+		/* Pairs with libchan's acquire load of attn before it loads
+		 * rx_status (__lz_tx_attn()): a sender that sees the change
+		 * sees GONE, stored (release) before it. */
+		smp_store_release(attn, READ_ONCE(*attn) + 1);
+	}
+}
+
+/*
  * A closed lane may get a new sender once nothing of the old one can reach
  * the receiver: the receiver acknowledged the close, or -- with no
  * receiver attached -- no message is ready at the published head, where
@@ -934,8 +956,12 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 
 	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER)
 		return -EINVAL;
-	if (memchr_inv(o->reserved, 0, sizeof(o->reserved)))
+	if (o->pad || memchr_inv(o->reserved, 0, sizeof(o->reserved)))
 		return -EINVAL;
+	/* The caller must keep this ABI's shared-memory rules (attn): a
+	 * party that does not would leave the others' wakeups to chance. */
+	if (o->abi_version != LZCHAN_ABI_VERSION)
+		return -EPROTO;
 	ret = lzchan_name_check(o->name);
 	if (ret)
 		return ret;
@@ -1044,6 +1070,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 			WRITE_ONCE(lzchan_shm_hdr(chan)->rx_bye, chan->rx_gen);
 		lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status,
 				      chan->rx_gen, LZCHAN_RX_GONE);
+		lzchan_chan_attn_all(chan);
 		spin_lock(&chan->evlock);
 		ev = chan->evctx;
 		chan->evctx = NULL;

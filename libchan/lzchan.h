@@ -245,6 +245,8 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint8_t armed;			/* receiver: event fd armed */
 	uint32_t rung_sleepy;		/* sleepy episode we already rang */
 	uint32_t woken_parked;		/* park episode we already woke */
+	uint32_t attn_seen;		/* my_rxl->attn as the library last
+					 * acted on it (see __lzchan_tx_after) */
 	/* The inline send's gate, kept by the library whenever what it
 	 * summarises changes: tx_max is the longest payload it takes (0: a
 	 * receiver, or a sender that must fence every send); tx_room the
@@ -262,26 +264,18 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	struct lzchan_shm_rx *rx;
 	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	/* receiver */
-	uint32_t fast_left;		/* fast receives before a bell check; 0
-					 * also while armed, with no active lane,
-					 * and for a sender: the inline gate */
+	uint32_t fast_left;		/* the inline gate: receives from cur
+					 * before the library looks again (its
+					 * turn, the bell, the head); 0 for a
+					 * sender, while armed, with no active
+					 * lane */
 	uint32_t rx_max;		/* longest payload the inline receive copies */
+	struct __lzchan_rxlane *cur;	/* the lane whose turn it is ... */
+	uint32_t cur_lane;		/* ... and its index */
 	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
 	uint32_t *active;		/* lanes polled by receive-any */
 	struct __lzchan_rxlane *lanes;
 };
-
-/* After a message from lane rr: stay for a burst of LZCHAN_FAST_BURST
- * (sequential lines, no scanning), then give the next lane its turn. */
-#define LZCHAN_FAST_BURST	16
-static inline void __lzchan_fast_turn(struct __lzchan_fast *f)
-{
-	if (++f->burst >= LZCHAN_FAST_BURST) {
-		f->burst = 0;
-		if (++f->rr >= f->nactive)
-			f->rr = 0;
-	}
-}
 
 /* Copy a small message (n <= LZCHAN_INLINE_MAX) without a call: two
  * overlapping moves of a fixed size, reading and writing only [0, n). */
@@ -331,10 +325,19 @@ static inline int __lzchan_cut(const struct __lzchan_fast *f)
 	return __lzchan_unlikely(__atomic_load_n(f->lost, __ATOMIC_RELAXED) != 0);
 }
 
+/* Inline sends count the lane's bytes and publish the lane's message and
+ * byte counts (tx->msgs, tx->bytes) every LZCHAN_STAT_EVERY positions,
+ * through the library; the library counts the messages and publishes the
+ * counts exact on every other path, when the lane is full, at
+ * lzchan_flush() and at close.  (A power of two.) */
+#define LZCHAN_STAT_EVERY	64
+
 /* The library's entry points behind the inline functions (LZCHAN_0.2;
- * __lzchan_lost since LZCHAN_0.3). */
+ * __lzchan_lost, __lzchan_tx_stats and __lzchan_tx_after since
+ * LZCHAN_0.3). */
 int __lzchan_lost(struct lzchan *ch);
 void __lzchan_tx_stats(struct lzchan *ch);
+int __lzchan_tx_after(struct lzchan *ch);
 int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int __lzchan_commit(struct lzchan *ch, size_t len);
@@ -525,30 +528,27 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
 }
 
 /* The inline send's gate: a payload it takes, a position it may fill,
- * and the receiver not gone. */
+ * and nothing new on the receiver's side (attn as the library last saw it:
+ * a receiver gone changes it, and the library then keeps it unseen). */
 static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 {
-	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0) &&
-	       /* Pairs with the release store of rx_status (module/receiver). */
-	       __lzchan_likely(LZCHAN_STATUS_STATE(__atomic_load_n(&f->hdr->rx_status,
-							__ATOMIC_ACQUIRE)) != LZCHAN_RX_GONE);
+	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0 &&
+			       /* Relaxed: a change sends us to the library,
+				* whose acquire load pairs with the release
+				* store of attn (receiver, or the module). */
+			       __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) ==
+			       f->attn_seen);
 }
 
-/* Inline sends count the lane's bytes and publish the lane's message and
- * byte counts (tx->msgs, tx->bytes) every LZCHAN_STAT_EVERY positions,
- * through the library; the library counts the messages and publishes the
- * counts exact on every other path, when the lane is full, at
- * lzchan_flush() and at close.  (A power of two.) */
-#define LZCHAN_STAT_EVERY	64
 
 /* Publish the one-slot message of @len bytes written in slot @h at
  * position @tail (the sender's tail, passed in so that nothing is
- * reloaded after the caller's copy into the slot), then notify.  Returns
- * what the send returns: 0, or -EIO when an access met a cut. */
+ * reloaded after the caller's copy into the slot).  Returns what the send
+ * returns: 0, or -EIO when an access met a cut. */
 static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
 					struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
 {
-	uint32_t next = tail + 1, sleepy, parked;
+	uint32_t next = tail + 1;
 
 	/* Relaxed: published by the release store of seq below. */
 	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
@@ -560,22 +560,21 @@ static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast 
 	/* Relaxed: the receiver only compares tail (a stall check, which
 	 * gives a live sender time to agree); nobody orders on it. */
 	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
-	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1))))
-		__lzchan_tx_stats(ch);
-	/* Did the slot or the lane's line meet a cut?  (Includes the
-	 * compiler barrier that also keeps the loads below after the
-	 * stores above.) */
-	if (__lzchan_cut(f))
-		return -EIO;	/* f->lost is the handle's own guard word */
-	/* Pairs with the receiver's heavy barrier after it stores sleepy or
-	 * parked: it sees our message, or we see its store.  (A sender that
-	 * must fence each send never comes here: tx_max is 0.)  Relaxed:
-	 * the receiver's heavy barrier orders them. */
-	sleepy = __atomic_load_n(&f->my_rxl->sleepy, __ATOMIC_RELAXED);
-	parked = __atomic_load_n(&f->rx->parked, __ATOMIC_RELAXED);
-	if (__lzchan_unlikely(((sleepy & 1) && sleepy != f->rung_sleepy) ||
-			      ((parked & 1) && parked != f->woken_parked)))
-		__lzchan_tx_wake(ch);
+	/* Keeps the loads below after the stores above (and is the
+	 * compiler barrier of __lzchan_cut()). */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* One test for three rare cases, sorted out by the library: counts
+	 * to publish (every LZCHAN_STAT_EVERY positions); the slot or the
+	 * lane's line met a cut (f->lost, the handle's own guard word); and
+	 * the one word of the receiver's we load, attn, moved.  attn pairs
+	 * with the receiver's heavy barrier after it stores attn: it sees
+	 * our message, or we see its store (a sender that must fence each
+	 * send never comes here: tx_max is 0).  Relaxed: that barrier
+	 * orders them. */
+	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1)) ||
+			      __atomic_load_n(f->lost, __ATOMIC_RELAXED) != 0 ||
+			      __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) != f->attn_seen))
+		return __lzchan_tx_after(ch);
 	return 0;
 }
 
@@ -655,17 +654,19 @@ static inline void __lzchan_fast_publish_head(const struct __lzchan_fast *f,
 	}
 }
 
+/* The inline receives take from the lane the library handed them (cur),
+ * as many as fast_left; the library accounts for them (the lane's turn,
+ * the bell, the head's publication) when it is next called, by how far
+ * that lane's peek moved. */
 static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
 	if (__lzchan_likely(ch && f->fast_left)) {
-		uint32_t i = f->active[f->rr], len, peek;
-		struct __lzchan_rxlane *rl = &f->lanes[i];
-		const struct lzchan_slot_hdr *h;
+		struct __lzchan_rxlane *rl = f->cur;
+		uint32_t len, peek = rl->peek;
+		const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
 
-		peek = rl->peek;
-		h = __lzchan_fslot_ro(f, rl->slots, peek);
 		/* Pairs with the sender's release store of seq.  Then its
 		 * length, relaxed (published by that seq), read once: the
 		 * sender may change it, so only this copy is checked and
@@ -682,12 +683,10 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 			if (__lzchan_cut(f))
 				return -EIO;
 			f->fast_left--;
-			rl->peek = rl->head = rl->peek + 1;
-			rl->idle = 0;
-			__lzchan_fast_turn(f);
+			rl->peek = peek + 1;
+			rl->head = peek + 1;
 			if (lane)
-				*lane = i;
-			__lzchan_fast_publish_head(f, rl);
+				*lane = f->cur_lane;
 			return (int)len;
 		}
 	}
@@ -699,20 +698,18 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
 	if (__lzchan_likely(ch && f->fast_left)) {
-		uint32_t i = f->active[f->rr], len;
-		struct __lzchan_rxlane *rl = &f->lanes[i];
+		struct __lzchan_rxlane *rl = f->cur;
+		uint32_t len;
 		const struct lzchan_slot_hdr *h = __lzchan_fast_look(f, rl, &len);
 
 		if (h) {
 			f->fast_left--;
 			m->data = h + 1;
 			m->len = len;
-			m->lane = i;
+			m->lane = f->cur_lane;
 			m->__end = rl->peek + 1;
 			m->__gen = rl->gen;
 			rl->peek++;
-			rl->idle = 0;
-			__lzchan_fast_turn(f);
 			return 0;
 		}
 	}

@@ -104,6 +104,10 @@ struct lzchan {
 	uint32_t parked;		/* our copy of rx->parked */
 	uint32_t wake_seen;		/* shm: wake_word before the last look */
 	bool have_membarrier;
+	bool attn_known;		/* sender: attn_seen is what we saw */
+	uint32_t bell_left;		/* receiver: fast receives before the
+					 * general look (and its bell check) */
+	uint32_t grant_peek;		/* f.cur's peek when fast_left was set */
 	uint32_t spin_ns;
 	int evfd;			/* dev: eventfd the kernel signals */
 	uint64_t last_liveness_ns;	/* shm: last check of senders' locks */
@@ -145,7 +149,7 @@ struct lzchan {
  */
 #define LOCK_BASE		(1LL << 40)
 #define SHM_FILE_MAGIC		0x6c7a6366U	/* "lzcf" */
-#define SHM_FILE_VERSION	1
+#define SHM_FILE_VERSION	2	/* 2: attn kept (LZCHAN_ABI_VERSION 2) */
 
 struct __lzchan_shm_file {
 	uint32_t magic;		/* stored last, with release order */
@@ -164,6 +168,8 @@ struct __lzchan_shm_file {
 /* lzchan_ring.c: the inline send's gate (struct __lzchan_fast), kept
  * whenever what it summarises changes. */
 void __lzchan_tx_gate(struct lzchan *ch);
+void __lzchan_rx_attn_active(struct lzchan *ch);
+void __lzchan_rx_attn_all(struct lzchan *ch);
 
 /* lzchan_setup.c */
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);

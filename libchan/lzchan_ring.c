@@ -130,8 +130,10 @@ void __lzchan_tx_gate(struct lzchan *ch)
 	 * beyond the ring (or a value with bit 31, the reservation mark). */
 	uint32_t used = ch->f.tail - ch->f.cached_head;
 
+	/* attn_known: the inline send compares attn with what we last saw
+	 * (attn_seen), so it may go only once we have looked. */
 	ch->f.tx_room = !ch->f.tx_max || ch->f.reserved || ch->f.cont_any ||
-			used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
+			!ch->attn_known || used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
 }
 
 /* Count the messages the inline path sent since the last count: one per
@@ -393,47 +395,84 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 }
 
 /*
- * After publishing: wake a parked receiver, ring the bell if it stopped
- * polling our lane.  The receiver pays for the store->load ordering (with
- * membarrier() in __lzchan_heavy_barrier()); we need only keep the compiler
- * from hoisting these loads above the publishing store.
+ * After publishing, attn moved (or we never looked): ring the bell if the
+ * receiver stopped polling our lane, wake it if it parks.  The receiver
+ * pays for the store->load ordering (with membarrier() in
+ * __lzchan_heavy_barrier(), after it stores attn); we need only keep the
+ * compiler from hoisting the load of attn above the publishing store.
  */
-static inline void __lz_tx_ring_wake(struct lzchan *ch)
+static void __lz_tx_attn(struct lzchan *ch)
 {
-	uint32_t sleepy, parked;
+	uint32_t attn, sleepy, parked;
+	bool owed = false;
 
+	/* Pairs with the release store of attn (receiver: __lz_rx_attn();
+	 * module: lzchan_chan_attn_all()): sleepy, parked and rx_status,
+	 * stored before it, are loaded after it. */
+	attn = __lz_load_acq(&ch->f.my_rxl->attn);
 	sleepy = __lz_load(&ch->f.my_rxl->sleepy);
-	if (__lzchan_unlikely((sleepy & 1) && sleepy != ch->f.rung_sleepy)) {
+	if ((sleepy & 1) && sleepy != ch->f.rung_sleepy) {
 		/* Toggle our bit: the receiver cannot write the bell, so it
 		 * compares against its copy.  Locked, but once per episode. */
 		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
 				   __ATOMIC_SEQ_CST);
 		ch->f.rung_sleepy = sleepy;
 	}
+	/* Relaxed: ordered after attn by its acquire. */
 	parked = __lz_load(&ch->f.rx->parked);
-	if (__lzchan_unlikely((parked & 1) && parked != ch->f.woken_parked))
+	if ((parked & 1) && parked != ch->f.woken_parked) {
 		__lzchan_wake(ch, parked);
+		owed = ch->f.woken_parked != parked;	/* not reached: again */
+	}
+	/* A receiver gone keeps attn unseen: every send asks the library,
+	 * which says -EPIPE (or, once a next receiver attached, goes on).
+	 * Acquire: pairs with the release store of rx_status. */
+	if (owed || LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) == LZCHAN_RX_GONE)
+		return;
+	ch->f.attn_seen = attn;
+	if (!ch->attn_known) {
+		/* The inline send may go now (see __lzchan_tx_gate()). */
+		ch->attn_known = true;
+		__lzchan_tx_gate(ch);
+	}
 }
 
 static inline void __lz_tx_notify(struct lzchan *ch)
 {
 	/* Pairs with __lzchan_heavy_barrier() after the receiver stores
-	 * rxl->sleepy / rx->parked: either it sees our message, or we see
-	 * its store in __lz_tx_ring_wake(). */
+	 * attn: either it sees our message, or we see its store. */
 	if (__lzchan_unlikely(ch->f.fence_each_send))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__lz_tx_ring_wake(ch);
+	/* Relaxed: only compared; __lz_tx_attn() loads it again, acquire. */
+	if (__lzchan_unlikely(__lz_load(&ch->f.my_rxl->attn) != ch->f.attn_seen ||
+			      !ch->attn_known))
+		__lz_tx_attn(ch);
 }
 
-/* lzchan.h's inline send found the receiver sleepy or parked (after its
- * own fence): ring or wake.  Loading the words again is harmless -- a
- * receiver that moved on looks at the lanes itself. */
+/* lzchan.h's inline publish found statistics due, a cut, or attn moved
+ * (after its compiler barrier): sort them out.  Returns what the send
+ * returns: 0, or -EIO. */
+int __lzchan_tx_after(struct lzchan *ch)
+{
+	if (!ch || ch->f.role != LZCHAN_SENDER)
+		return 0;
+	if (!(ch->f.tail & (LZCHAN_STAT_EVERY - 1)))
+		__lzchan_tx_stats(ch);
+	if (__lzchan_cut(&ch->f) && __lzchan_guard_lost(ch->guard))
+		return -EIO;
+	if (__lz_load(&ch->f.my_rxl->attn) != ch->f.attn_seen)
+		__lz_tx_attn(ch);
+	return 0;
+}
+
+/* The inline send of an older header found the receiver sleepy or parked:
+ * ring or wake. */
 void __lzchan_tx_wake(struct lzchan *ch)
 {
 	if (ch && ch->f.role == LZCHAN_SENDER)
-		__lz_tx_ring_wake(ch);
+		__lz_tx_attn(ch);
 }
 
 /* -EIO if the handle's shm mapping was lost (its file cut short under
@@ -791,6 +830,38 @@ void __lzchan_rx_publish_all(struct lzchan *ch)
 		__lz_rx_publish(ch, &ch->f.lanes[i], true);
 }
 
+/*
+ * Lane @rxl's sender must look closer: we just stored its sleepy, or
+ * rx->parked, or rx_status (GONE).  Release: pairs with the acquire load of
+ * attn in __lz_tx_attn(), which then sees that store.  Only the receiver
+ * (and the module, once it is gone) writes attn: the relaxed load is our
+ * own last store.
+ */
+static inline void __lz_rx_attn(struct lzchan_shm_rx_lane *rxl)
+{
+	__lz_store_rel(&rxl->attn, __lz_load(&rxl->attn) + 1);
+}
+
+/* About to park: every polled lane's sender must look at rx->parked (the
+ * others' attn moved when they went sleepy; a sender that since rang
+ * their bell is found by the look at the bell before we sleep). */
+void __lzchan_rx_attn_active(struct lzchan *ch)
+{
+	uint32_t k;
+
+	for (k = 0; k < ch->f.nactive; k++)
+		__lz_rx_attn(ch->f.lanes[ch->f.active[k]].rxl);
+}
+
+/* Gone (shm; the module does it on the dev backend): every sender. */
+void __lzchan_rx_attn_all(struct lzchan *ch)
+{
+	uint32_t i;
+
+	for (i = 0; i < ch->f.max_senders; i++)
+		__lz_rx_attn(ch->f.lanes[i].rxl);
+}
+
 static void __lz_active_add(struct lzchan *ch, uint32_t i)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
@@ -813,8 +884,10 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 	rl->idle = 0;
 	if (rl->sleepy & 1) {
 		rl->sleepy++;
-		/* Relaxed: a hint for the sender; messages are found by seq. */
+		/* Relaxed: a hint for the sender; messages are found by seq.
+		 * Published by the release store of attn. */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
+		__lz_rx_attn(rl->rxl);
 	}
 	ch->f.active[ch->f.nactive++] = i;
 }
@@ -826,15 +899,21 @@ static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 	rl->state = state;
 	if (!(rl->sleepy & 1)) {
 		rl->sleepy++;
-		/* Relaxed here; __lzchan_heavy_barrier() follows before we
-		 * rely on senders having seen it (see __lz_rx_sleep()). */
+		/* Relaxed here (published by the release store of attn);
+		 * __lzchan_heavy_barrier() follows before we rely on senders
+		 * having seen attn (see __lz_rx_sleep()). */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
+		__lz_rx_attn(rl->rxl);
 	}
 	ch->f.active[k] = ch->f.active[--ch->f.nactive];
 	if (ch->f.rr >= ch->f.nactive)
 		ch->f.rr = 0;
-	if (!ch->f.nactive)
-		ch->f.fast_left = 0;	/* the inline gate: no lane to look at */
+	if (ch->f.cur == rl) {
+		/* The inline gate: never a lane we stopped polling (an ended
+		 * or broken one must not be read again). */
+		ch->f.cur = NULL;
+		ch->f.fast_left = 0;
+	}
 }
 
 /* Does lane @rl need polling: a message ready, or a status change? */
@@ -900,7 +979,9 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 			/* Nothing to read: sleepy until its bell rings. */
 			if (!(rl->sleepy & 1)) {
 				rl->sleepy++;
+				/* Relaxed: published by the release of attn. */
 				__lz_store(&rl->rxl->sleepy, rl->sleepy);
+				__lz_rx_attn(rl->rxl);
 			}
 			if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED)
 				rl->state = __LZ_RL_DONE;
@@ -1485,6 +1566,82 @@ static int __lz_rx_check(struct lzchan *ch)
  * woken sleepy lane waits while the polled lanes stay busy). */
 #define FAST_BELL_EVERY		64
 
+/* After a message from lane rr: stay for a burst of FAST_BURST
+ * (sequential lines, no scanning), then give the next lane its turn. */
+#define FAST_BURST		16
+
+static inline void __lz_turn(struct lzchan *ch)
+{
+	if (++ch->f.burst >= FAST_BURST) {
+		ch->f.burst = 0;
+		if (++ch->f.rr >= ch->f.nactive)
+			ch->f.rr = 0;
+	}
+}
+
+/*
+ * The inline receives (lzchan.h) take from f.cur, as many as f.fast_left,
+ * and keep no books.  Every receiving call of the library starts by
+ * settling them -- counted by how far cur's peek moved since the grant:
+ * the lane is not idle, its burst and the bell's budget are spent by as
+ * much, and its head is published if due -- and ends by granting again
+ * (__lz_fast_grant()).  Only the inline code runs between the two.
+ */
+static void __lz_fast_settle(struct lzchan *ch)
+{
+	struct __lzchan_rxlane *rl = ch->f.cur;
+	uint32_t used;
+
+	ch->f.fast_left = 0;
+	if (!rl)
+		return;
+	used = rl->peek - ch->grant_peek;
+	ch->grant_peek = rl->peek;
+	if (!used)
+		return;
+	rl->idle = 0;
+	ch->f.burst += used;
+	ch->bell_left = used < ch->bell_left ? ch->bell_left - used : 0;
+	if (ch->f.burst >= FAST_BURST) {
+		ch->f.burst = 0;
+		if (++ch->f.rr >= ch->f.nactive)
+			ch->f.rr = 0;
+	}
+	/* Lazy publication: the inline receives' reads of the slots are
+	 * done (see __lz_rx_publish()). */
+	__lz_rx_publish(ch, rl, false);
+}
+
+/* How many inline receives may come before the library looks again, and
+ * from which lane: the one whose turn it is, for the rest of its burst
+ * (all of the bell's budget when it is the only lane), the bell's budget
+ * and the messages until its head is due for publication.  0 while armed
+ * (the library disarms first) and with no active lane. */
+static void __lz_fast_grant(struct lzchan *ch)
+{
+	struct __lzchan_rxlane *rl;
+	uint32_t n, due;
+
+	if (ch->f.armed || !ch->f.nactive || !ch->bell_left ||
+	    ch->f.role != LZCHAN_RECEIVER) {
+		ch->f.fast_left = 0;
+		return;
+	}
+	if (ch->f.rr >= ch->f.nactive)
+		ch->f.rr = 0;
+	ch->f.cur_lane = ch->f.active[ch->f.rr];
+	rl = ch->f.cur = &ch->f.lanes[ch->f.cur_lane];
+	n = ch->f.nactive > 1 ? FAST_BURST - ch->f.burst : ch->bell_left;
+	if (n > ch->bell_left)
+		n = ch->bell_left;
+	due = rl->head - rl->published;
+	due = due < ch->f.publish_every ? ch->f.publish_every - due : 1;
+	if (n > due)
+		n = due;
+	ch->grant_peek = rl->peek;
+	ch->f.fast_left = n;
+}
+
 /*
  * The common case in one piece: the lane whose turn it is has a ready
  * one-slot message.  Same loads and checks as __lz_rx_look() for that
@@ -1524,12 +1681,12 @@ static inline int __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
 {
 	int r;
 
-	if (__lzchan_unlikely(!ch->f.fast_left || !ch->f.nactive))
+	if (__lzchan_unlikely(!ch->bell_left || !ch->f.nactive || ch->f.armed))
 		return -1;
 	r = __lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m);
 	if (r > 0) {
-		ch->f.fast_left--;
-		__lzchan_fast_turn(&ch->f);
+		ch->bell_left--;
+		__lz_turn(ch);
 	}
 	return r;
 }
@@ -1619,9 +1776,8 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	polls = 1 + ch->quiet_spent;
 	ch->quiet_spent = 0;
 	ch->quiet_left = 0;
-	/* The inline gate: never with no active lane (armed was cleared
-	 * on the way in). */
-	ch->f.fast_left = ch->f.nactive ? FAST_BELL_EVERY : 0;
+	/* The bell is looked at right here. */
+	ch->bell_left = FAST_BELL_EVERY;
 	__lz_rx_bell(ch);
 	/* Now and then whether or not the count moved: a module without
 	 * LZCHAN_FEAT_DEPARTURES leaves it at 0. */
@@ -1634,7 +1790,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		if (r != -EAGAIN) {
 			/* An end: more may be owed, the next call looks
 			 * again (ends are few; messages are not served here). */
-			ch->f.fast_left = 0;
+			ch->bell_left = 0;
 			return r;
 		}
 	}
@@ -1671,7 +1827,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	return -EAGAIN;
 }
 
-int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+static int __lz_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
 	int ret = __lz_rx_check(ch);
 
@@ -1683,7 +1839,7 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	return __lz_touched(ch, __lz_rx_any(ch, m));
 }
 
-int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
+static int __lz_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 {
 	int ret = __lz_rx_check(ch);
 
@@ -1724,11 +1880,12 @@ static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsig
 	uint32_t i, pos, k, max = ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr);
 	struct __lzchan_rxlane *rl;
 
-	/* The inline gate: a receiver, not armed, with an active lane. */
-	if (__lzchan_unlikely(!ch->f.fast_left))
+	/* A receiver, not armed, with an active lane, the bell not due. */
+	if (__lzchan_unlikely(!ch->bell_left || !ch->f.nactive || ch->f.armed ||
+			      ch->f.role != LZCHAN_RECEIVER))
 		return 0;
-	if (n > ch->f.fast_left)
-		n = ch->f.fast_left;
+	if (n > ch->bell_left)
+		n = ch->bell_left;
 	i = ch->f.active[ch->f.rr];
 	rl = &ch->f.lanes[i];
 	pos = rl->peek;
@@ -1753,13 +1910,13 @@ static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsig
 		return 0;
 	rl->peek = pos;
 	rl->idle = 0;
-	ch->f.fast_left -= k;
+	ch->bell_left -= k;
 	ch->f.burst += k - 1;
-	__lzchan_fast_turn(&ch->f);
+	__lz_turn(ch);
 	return k;
 }
 
-int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+static int __lz_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
 	unsigned int k;
 	int ret;
@@ -1771,7 +1928,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 		if (k)
 			return (int)k;
 	}
-	ret = lzchan_peek(ch, &m[0]);
+	ret = __lz_peek(ch, &m[0]);
 	if (ret)
 		return ret;
 	for (k = 1; k < n; k++)
@@ -1814,7 +1971,7 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	struct __lzchan_rxlane *rl;
 	uint32_t i, pos, raw;
 
-	if (__lzchan_unlikely(ch->f.armed || !ch->f.fast_left || !ch->f.nactive))
+	if (__lzchan_unlikely(ch->f.armed || !ch->bell_left || !ch->f.nactive))
 		return __LZ_SLOW;
 	i = ch->f.active[ch->f.rr];
 	rl = &ch->f.lanes[i];
@@ -1831,10 +1988,10 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	memcpy(buf, h + 1, raw);
 	if (__lzchan_unlikely(__lzchan_cut(&ch->f)))
 		return __LZ_SLOW;	/* met a cut: the general path says -EIO */
-	ch->f.fast_left--;
+	ch->bell_left--;
 	rl->peek = rl->head = pos + 1;
 	rl->idle = 0;
-	__lzchan_fast_turn(&ch->f);
+	__lz_turn(ch);
 	if (lane)
 		*lane = i;
 	/* Lazy publication: our reads of the slot are done (the copy above);
@@ -1843,7 +2000,7 @@ static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint3
 	return (int)raw;
 }
 
-int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+static int __lz_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct lzchan_msg m;
 	int ret;
@@ -1869,7 +2026,7 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	}
 
 	m.lane = LZCHAN_LANE_NONE;
-	ret = lzchan_peek(ch, &m);
+	ret = __lz_peek(ch, &m);
 	if (lane && (ret == 0 || ret == -EPIPE || ret == -EBADMSG))
 		*lane = m.lane;
 	if (ret)
@@ -1877,14 +2034,78 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	return __lz_copy_out(ch, &m, buf, cap);
 }
 
-int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
+static int __lz_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 {
 	struct lzchan_msg m;
-	int ret = lzchan_peek_lane(ch, lane, &m);
+	int ret = __lz_peek_lane(ch, lane, &m);
 
 	if (ret)
 		return ret;
 	return __lz_copy_out(ch, &m, buf, cap);
+}
+
+/* Every receiving call: the inline receives' books settled first, their
+ * gate granted again last (see __lz_fast_settle()). */
+int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+{
+	int ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	__lz_fast_settle(ch);
+	ret = __lz_peek(ch, m);
+	__lz_fast_grant(ch);
+	return ret;
+}
+
+int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
+{
+	int ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	__lz_fast_settle(ch);
+	ret = __lz_peek_lane(ch, lane, m);
+	__lz_fast_grant(ch);
+	return ret;
+}
+
+int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+{
+	int ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	__lz_fast_settle(ch);
+	ret = __lz_recv(ch, buf, cap, lane);
+	__lz_fast_grant(ch);
+	return ret;
+}
+
+int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
+{
+	int ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	__lz_fast_settle(ch);
+	ret = __lz_recv_lane(ch, lane, buf, cap);
+	__lz_fast_grant(ch);
+	return ret;
+}
+
+int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+{
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	__lz_fast_settle(ch);
+	ret = __lz_recv_batch(ch, m, n);
+	__lz_fast_grant(ch);
+	return ret;
 }
 
 /* The out-of-line entry points behind lzchan.h's inline calls (the inline

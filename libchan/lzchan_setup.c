@@ -240,11 +240,20 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 			     unsigned int flags, const struct lzchan_opts *o)
 {
-	struct lzchan_open op = { .size = sizeof(op) };
+	struct lzchan_open op = { .size = sizeof(op), .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in = { .size = sizeof(in) };
+	struct lzchan_features ft = { .size = sizeof(ft) };
 	int ret;
 
 	ch->backend = LZCHAN_BACKEND_DEV;
+	/* A module of another ABI keeps other shared-memory rules (it would
+	 * refuse our open too, or take it without keeping attn). */
+	if (ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) < 0)
+		return -errno;
+	if (ft.abi_version != LZCHAN_ABI_VERSION)
+		return -EPROTO;
+	/* Does the module record clean closes (lzchan_end_cause())? */
+	ch->bye_known = !!(ft.features & LZCHAN_FEAT_BYE);
 	if (flags & LZCHAN_CREATE) {
 		struct lzchan_create c = {
 			.size = sizeof(c),
@@ -260,11 +269,8 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 
 		memcpy(c.name, name, strlen(name) + 1);
 		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0) {
-			struct lzchan_features ft = { .size = sizeof(ft) };
-
 			/* An older module refuses the flag it does not know. */
 			if (errno == EINVAL && (flags & LZCHAN_TEMP) &&
-			    ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) == 0 &&
 			    !(ft.features & LZCHAN_FEAT_TEMP))
 				return -EOPNOTSUPP;
 			return -errno;
@@ -277,13 +283,6 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
-	{
-		struct lzchan_features ft = { .size = sizeof(ft) };
-
-		/* Does the module record clean closes (lzchan_end_cause())? */
-		ch->bye_known = ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) == 0 &&
-				(ft.features & LZCHAN_FEAT_BYE);
-	}
 	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
 	 * owner may have removed and made again) is the caller's.  The module
 	 * never changes a channel's owner and reports it in the caller's user
@@ -1130,6 +1129,8 @@ void lzchan_close(struct lzchan *ch)
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
+			/* Each sender loads only attn on each send. */
+			__lzchan_rx_attn_all(ch);
 			/* A temporary channel's name goes with us (before
 			 * our lock: a newcomer must not find it alive). */
 			if (ch->temp)

@@ -149,6 +149,9 @@ static int __lz_prepare_park(struct lzchan *ch)
 	 * senders' seq_cst increment in __lzchan_wake(). */
 	ch->wake_seen = __lz_load_acq(ch->wake_word);
 	__lz_set_parked(ch, true);
+	/* Senders load only attn on each send: move it on every lane we
+	 * poll (after parked, which it publishes). */
+	__lzchan_rx_attn_active(ch);
 	__lzchan_rx_publish_all(ch);		/* senders see all the room */
 	degraded = __lzchan_heavy_barrier(ch);
 	if (__lzchan_rx_pending(ch)) {

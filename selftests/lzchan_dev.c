@@ -285,7 +285,7 @@ TEST(names)
 TEST(open_errors)
 {
 	const char *name = lz_name("open");
-	struct lzchan_open o = { .size = sizeof(o) };
+	struct lzchan_open o = { .size = sizeof(o), .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in;
 	int fd, rx, rx2;
 
@@ -301,6 +301,18 @@ TEST(open_errors)
 	o.flags = LZCHAN_OPEN_RECEIVER | LZCHAN_OPEN_SENDER;
 	EXPECT_EQ(-EINVAL, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
 	o.flags = LZCHAN_OPEN_SENDER;
+	/* A library of another ABI (1: no attn; 0: one that predates the
+	 * field; the next) is refused, and the fd stays unbound. */
+	o.abi_version = 1;
+	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	o.abi_version = 0;
+	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	o.abi_version = LZCHAN_ABI_VERSION + 1;
+	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	o.abi_version = LZCHAN_ABI_VERSION;
+	o.pad = 1;
+	EXPECT_EQ(-EINVAL, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	o.pad = 0;
 	ASSERT_EQ(0, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
 	/* A bound fd stays bound. */
 	EXPECT_EQ(-EISCONN, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
@@ -429,7 +441,7 @@ static int temp_create(int fd, const char *name)
 /* lz_open() on a given unbound @fd. */
 static int open_on(int fd, const char *name, __u32 role)
 {
-	struct lzchan_open o = { .size = sizeof(o), .flags = role };
+	struct lzchan_open o = { .size = sizeof(o), .flags = role, .abi_version = LZCHAN_ABI_VERSION };
 
 	lz_setname(o.name, name);
 	return lz_ioctl(fd, LZCHAN_IOC_OPEN, &o);

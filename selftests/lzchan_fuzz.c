@@ -84,6 +84,8 @@ static void *plausible(struct fuzz *f, unsigned int nr, size_t *len)
 		u.o.size = sizeof(u.o);
 		lz_setname(u.o.name, name);
 		u.o.flags = 1 + below(2);
+		/* Mostly the right ABI (to reach the channel), sometimes not. */
+		u.o.abi_version = below(8) ? LZCHAN_ABI_VERSION : below(4);
 		break;
 	case 3:
 		u.u.size = sizeof(u.u);

@@ -42,7 +42,7 @@ static uint32_t rnd(void)
 static char *hostile_map(const char *name, struct lzchan_layout *l, uint64_t **bell,
 			 uint32_t *lane, volatile uint32_t **head)
 {
-	struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER };
+	struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER, .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in = { .size = sizeof(in) };
 	char *p;
 	int fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);

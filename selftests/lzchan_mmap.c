@@ -285,7 +285,7 @@ TEST_F(chan, mapping_survives_close)
 /* A read-only fd may map what the role may read. */
 TEST_F(chan, map_shared_from_readonly_fd)
 {
-	struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER };
+	struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER, .abi_version = LZCHAN_ABI_VERSION };
 	void *p;
 	int fd;
 

@@ -493,7 +493,7 @@ static int slot_fd(void)
 /* A fresh fd, maybe bound, dup2()ed over shared fd number @sfd. */
 static void slot_install(int sfd)
 {
-	struct lzchan_open o = { .size = sizeof(o) };
+	struct lzchan_open o = { .size = sizeof(o), .abi_version = LZCHAN_ABI_VERSION };
 	int fd = lz_dev(), r;
 
 	if (fd < 0) {
@@ -600,7 +600,7 @@ static void slot_use(int sfd)
 		break;
 	}
 	case 4: {
-		struct lzchan_open o = { .size = sizeof(o) };
+		struct lzchan_open o = { .size = sizeof(o), .abi_version = LZCHAN_ABI_VERSION };
 
 		o.flags = below(2) ? LZCHAN_OPEN_SENDER : LZCHAN_OPEN_RECEIVER;
 		lz_setname(o.name, sh->names[below(NNAMES)]);
@@ -711,6 +711,7 @@ static void storm_join(void)
 			outcome("dup (storm fd)", -errno, ERRS(EBADF));
 		memset(&o[k], 0, sizeof(o[k]));
 		o[k].size = sizeof(o[k]);
+		o[k].abi_version = LZCHAN_ABI_VERSION;
 		o[k].flags = below(3) ? LZCHAN_OPEN_SENDER : LZCHAN_OPEN_RECEIVER;
 		lz_setname(o[k].name, sh->names[name]);
 	}
@@ -794,7 +795,7 @@ static void priv_close(struct priv_fd *e)
 /* OPEN an unbound fd we own, and check what the kernel says of it. */
 static void priv_bind(struct priv_fd *e)
 {
-	struct lzchan_open o = { .size = sizeof(o) };
+	struct lzchan_open o = { .size = sizeof(o), .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in;
 	int r, n = below(NNAMES);
 
@@ -976,7 +977,7 @@ static void priv_ioctl(struct tstate *t)
 		if (!bound) {
 			priv_bind(e);
 		} else {
-			struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER };
+			struct lzchan_open o = { .size = sizeof(o), .flags = LZCHAN_OPEN_SENDER, .abi_version = LZCHAN_ABI_VERSION };
 
 			lz_setname(o.name, sh->names[below(NNAMES)]);
 			r = lz_ioctl(e->fd, LZCHAN_IOC_OPEN, &o);

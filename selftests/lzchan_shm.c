@@ -1103,6 +1103,51 @@ TEST(not_a_channel)
 }
 
 /*
+ * A channel file of another version of the layout (1: before attn, the
+ * one word senders load on every send, which its parties do not keep) is
+ * refused with -EPROTO by both roles, and left alone; the same file with
+ * this version works.
+ */
+TEST(other_layout_version_is_refused)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	struct lzchan *ch, *tx;
+	char dir[64], path[128], buf[8];
+	uint32_t mine, other;
+	unsigned int k;
+	int fd;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "v");
+	ASSERT_EQ(1, lzchan_create("v", &o, 0));
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	/* The file header's second word is its layout version. */
+	ASSERT_EQ(4, pread(fd, &mine, 4, 4));
+	for (k = 0; k < 3; k++) {
+		other = k == 0 ? 1 : k == 1 ? 0 : mine + 1;
+		ASSERT_EQ(4, pwrite(fd, &other, 4, 4));
+		EXPECT_EQ(-EPROTO, lzchan_open(&ch, "v", LZCHAN_RECEIVER, NULL))
+			TH_LOG("version %u", other);
+		EXPECT_EQ(-EPROTO, lzchan_open(&tx, "v", LZCHAN_SENDER, NULL))
+			TH_LOG("version %u", other);
+		/* Not ours to replace: an exclusive create still says it
+		 * exists, a plain one that it is not a channel of ours. */
+		EXPECT_EQ(-EEXIST, lzchan_create("v", &o, LZCHAN_EXCL));
+	}
+	ASSERT_EQ(4, pwrite(fd, &mine, 4, 4));
+	close(fd);
+	ASSERT_EQ(0, lzchan_open(&ch, "v", LZCHAN_RECEIVER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tx, "v", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "ok", 2));
+	EXPECT_EQ(2, lzchan_recv(ch, buf, sizeof(buf), NULL));
+	lzchan_close(tx);
+	lzchan_close(ch);
+	EXPECT_EQ(0, lzchan_unlink("v"));
+	rmdir(dir);
+}
+
+/*
  * A receiver killed while the ring is full: a sender that retries slowly
  * learns at its next retry, not after hundreds (the receiver's lock is
  * looked at by time, at most every millisecond, not every 256 retries).

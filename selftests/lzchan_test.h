@@ -208,7 +208,7 @@ static inline int lz_unlink(const char *name)
 /* Open @name in @role (LZCHAN_OPEN_*): the bound fd, or -errno. */
 static inline int lz_open(const char *name, __u32 role, __u32 *lane)
 {
-	struct lzchan_open o = { .size = sizeof(o), .flags = role };
+	struct lzchan_open o = { .size = sizeof(o), .flags = role, .abi_version = LZCHAN_ABI_VERSION };
 	int fd = lz_dev(), ret;
 
 	if (fd < 0)

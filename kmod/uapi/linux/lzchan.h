@@ -24,8 +24,13 @@
 
 #define LZCHAN_DEVICE_PATH	"/dev/lzchan"
 
-/* Bumped only for incompatible changes; features grow through bits. */
-#define LZCHAN_ABI_VERSION	1
+/*
+ * Bumped only for incompatible changes; features grow through bits.
+ * 2: lzchan_shm_rx_lane.attn (the one receiver-written word a sender loads
+ * per send), which every party must keep: LZCHAN_IOC_OPEN takes the
+ * caller's abi_version and refuses any other (EPROTO).
+ */
+#define LZCHAN_ABI_VERSION	2
 
 #define LZCHAN_IOC_MAGIC	0xC1
 
@@ -132,9 +137,14 @@ struct lzchan_create {
  * its own.  The binding lasts until the fd's last reference (the fd and any
  * mapping of it) is gone.
  *
+ * The caller states the layout rules it keeps (abi_version, in): the
+ * shared memory is only safe between parties that keep the same ones.
+ *
  * Errors: ENOENT (no such name here), EACCES (mode bits), EINVAL (flags),
  * EISCONN (fd already bound), EBUSY (a receiver is attached), EUSERS (every
- * lane is attached or holds a closed sender's messages not yet drained).
+ * lane is attached or holds a closed sender's messages not yet drained),
+ * EPROTO (abi_version is not LZCHAN_ABI_VERSION: a library built for
+ * another version of this ABI).
  */
 struct lzchan_open {
 	__u32 size;
@@ -142,7 +152,9 @@ struct lzchan_open {
 	char name[LZCHAN_NAME_SIZE];
 	__u32 lane;			/* out: sender's lane; receiver: ~0 */
 	__u32 lane_gen;			/* out: sender's lane generation */
-	__u64 reserved[4];
+	__u32 abi_version;		/* in: LZCHAN_ABI_VERSION (since 2) */
+	__u32 pad;			/* 0 */
+	__u64 reserved[3];
 };
 
 #define LZCHAN_OPEN_RECEIVER	(1U << 0)
@@ -439,9 +451,16 @@ struct lzchan_shm_rx {
 };					/* 128 bytes */
 
 /*
- * head, which the receiver rewrites as it goes, and the words the sender
- * reads on every send (sleepy) sit on different cache lines, so that
+ * head, which the receiver rewrites as it goes, and the word the sender
+ * reads on every send (attn) sit on different cache lines, so that
  * publishing progress does not cost the sender a miss per message.
+ *
+ * attn (ABI 2) is the only receiver-written word a sender loads on every
+ * send: it changes (any new value; it only counts) whenever the sender must
+ * look closer -- the receiver stopped polling this lane (sleepy), it is
+ * about to sleep (lzchan_shm_rx.parked), or it went (rx_status GONE).  It
+ * is stored after the word it announces, with release order; the
+ * memory-ordering argument is in Documentation/libchan/design.rst.
  */
 struct lzchan_shm_rx_lane {
 	__u32 head;			/* messages consumed (lazily published) */
@@ -451,7 +470,8 @@ struct lzchan_shm_rx_lane {
 	__u32 broken;			/* = lane gen once the receiver gave the
 					 * lane up (-EBADMSG): its sender's full
 					 * ring then says -EBADMSG too */
-	__u32 pad1[13];
+	__u32 attn;			/* see above (ABI 2) */
+	__u32 pad1[12];
 };					/* 128 bytes, one per lane */
 
 /*
