@@ -410,6 +410,8 @@ static void __lz_tx_attn(struct lzchan *ch)
 	 * module: lzchan_chan_attn_all()): sleepy, parked and rx_status,
 	 * stored before it, are loaded after it. */
 	attn = __lz_load_acq(&ch->f.my_rxl->attn);
+	/* Relaxed: ordered after attn by its acquire (the receiver stored
+	 * sleepy before its release store of attn). */
 	sleepy = __lz_load(&ch->f.my_rxl->sleepy);
 	if ((sleepy & 1) && sleepy != ch->f.rung_sleepy) {
 		/* Toggle our bit: the receiver cannot write the bell, so it
@@ -462,6 +464,8 @@ int __lzchan_tx_after(struct lzchan *ch)
 		__lzchan_tx_stats(ch);
 	if (__lzchan_cut(&ch->f) && __lzchan_guard_lost(ch->guard))
 		return -EIO;
+	/* Relaxed: only compared (after the inline publish's compiler
+	 * barrier); __lz_tx_attn() loads it again, acquire. */
 	if (__lz_load(&ch->f.my_rxl->attn) != ch->f.attn_seen)
 		__lz_tx_attn(ch);
 	return 0;
@@ -882,6 +886,7 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 	}
 	rl->state = __LZ_RL_ACTIVE;
 	rl->idle = 0;
+	ch->activations++;	/* a park under way must look again */
 	if (rl->sleepy & 1) {
 		rl->sleepy++;
 		/* Relaxed: a hint for the sender; messages are found by seq.
@@ -1360,7 +1365,9 @@ static void __lz_rx_sleep(struct lzchan *ch)
 	if (!n)
 		return;
 	__lz_rx_publish(ch, &ch->f.lanes[slept[0]], true);
-	/* Pairs with the compiler barrier in __lz_tx_notify(): a sender that
+	/* Pairs with the compiler barrier in __lz_tx_notify() and in the
+	 * inline __lzchan_fast_publish(), before their load of attn (which
+	 * __lz_active_del() moved): a sender that
 	 * published before this point is seen below; one that publishes after
 	 * it sees "sleepy" and rings the bell. */
 	__lzchan_heavy_barrier(ch);
@@ -1398,7 +1405,7 @@ static void __lz_rx_bell(struct lzchan *ch)
 	}
 
 	for (w = 0; w < ch->bell_words; w++) {
-		/* Pairs with the sender's fetch_xor in __lz_tx_ring_wake():
+		/* Pairs with the sender's fetch_xor in __lz_tx_attn():
 		 * acquire, so that the lane status a woken lane is checked
 		 * against in __lz_active_add() is no older than the ring (a
 		 * DONE lane with a new sender must see the new generation). */
@@ -1625,6 +1632,7 @@ static void __lz_fast_grant(struct lzchan *ch)
 	if (ch->f.armed || !ch->f.nactive || !ch->bell_left ||
 	    ch->f.role != LZCHAN_RECEIVER) {
 		ch->f.fast_left = 0;
+		ch->f.cur = NULL;	/* nothing to settle */
 		return;
 	}
 	if (ch->f.rr >= ch->f.nactive)

@@ -78,7 +78,8 @@ bool __lzchan_register_sender_barrier(void)
  * fell back to a local fence (then sleeps must be bounded). */
 int __lzchan_heavy_barrier(struct lzchan *ch)
 {
-	/* Pairs with the compiler barrier in __lz_tx_notify(). */
+	/* Pairs with the compiler barrier in __lz_tx_notify() and in the
+	 * inline __lzchan_fast_publish(), before their load of attn. */
 	if (ch->have_membarrier && __lz_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
 		return 0;
 	ch->have_membarrier = false;
@@ -137,6 +138,7 @@ static void __lz_set_parked(struct lzchan *ch, bool parked)
  * is, 0 if safe to sleep, 1 if safe only for a bounded time. */
 static int __lz_prepare_park(struct lzchan *ch)
 {
+	uint32_t activations;
 	int degraded;
 
 	/* shm: sample the wake counter *before* announcing "parked".  A sender
@@ -154,7 +156,12 @@ static int __lz_prepare_park(struct lzchan *ch)
 	__lzchan_rx_attn_active(ch);
 	__lzchan_rx_publish_all(ch);		/* senders see all the room */
 	degraded = __lzchan_heavy_barrier(ch);
-	if (__lzchan_rx_pending(ch)) {
+	/* A lane the look below wakes (its bell rang) had its attn moved
+	 * after the barrier, not before: its sender may have missed that
+	 * and "parked" both.  Do not sleep on it: the next try's R2 covers
+	 * it (Documentation/libchan/design.rst). */
+	activations = ch->activations;
+	if (__lzchan_rx_pending(ch) || ch->activations != activations) {
 		__lz_set_parked(ch, false);
 		return -EAGAIN;
 	}
