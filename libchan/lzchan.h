@@ -314,6 +314,10 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
  * call: __lzchan_lost() asks the handler's own record.
  */
 #define __LZCHAN_STATUS_LOST	LZCHAN_STATUS(0xffffffffU, LZCHAN_RX_GONE)
+/* ... and stores this in a sender handle's attn_seen: the replacement's
+ * attn reads 0, so the inline send, which compares them, turns to the
+ * library (-EIO) right after the access that met the cut. */
+#define LZCHAN_ATTN_POISON	0xffffffffU
 static inline int __lzchan_cut(const struct __lzchan_fast *f)
 {
 	/* The handler also marks the handle's guard, which f->lost points
@@ -535,9 +539,11 @@ static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0 &&
 			       /* Relaxed: a change sends us to the library,
 				* whose acquire load pairs with the release
-				* store of attn (receiver, or the module). */
+				* store of attn (receiver, or the module).
+				* attn_seen: relaxed, the SIGBUS handler may
+				* store it (LZCHAN_ATTN_POISON). */
 			       __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) ==
-			       f->attn_seen);
+			       __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED));
 }
 
 
@@ -560,20 +566,20 @@ static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast 
 	/* Relaxed: the receiver only compares tail (a stall check, which
 	 * gives a live sender time to agree); nobody orders on it. */
 	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
-	/* Keeps the loads below after the stores above (and is the
-	 * compiler barrier of __lzchan_cut()). */
+	/* Keeps the loads below after the stores above, and after a SIGBUS
+	 * handler that ran during them (see LZCHAN_ATTN_POISON). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* One test for three rare cases, sorted out by the library: counts
-	 * to publish (every LZCHAN_STAT_EVERY positions); the slot or the
-	 * lane's line met a cut (f->lost, the handle's own guard word); and
-	 * the one word of the receiver's we load, attn, moved.  attn pairs
-	 * with the receiver's heavy barrier after it stores attn: it sees
-	 * our message, or we see its store (a sender that must fence each
-	 * send never comes here: tx_max is 0).  Relaxed: that barrier
-	 * orders them. */
+	 * to publish (every LZCHAN_STAT_EVERY positions); the one word of
+	 * the receiver's we load, attn, moved; and the slot or the lane's
+	 * line met a cut (the handler poisoned attn_seen, and attn reads 0).
+	 * attn pairs with the receiver's heavy barrier after it stores
+	 * attn: it sees our message, or we see its store (a sender that
+	 * must fence each send never comes here: tx_max is 0).  Relaxed:
+	 * that barrier orders them; attn_seen as in __lzchan_fast_room(). */
 	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1)) ||
-			      __atomic_load_n(f->lost, __ATOMIC_RELAXED) != 0 ||
-			      __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) != f->attn_seen))
+			      __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) !=
+			      __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
 		return __lzchan_tx_after(ch);
 	return 0;
 }

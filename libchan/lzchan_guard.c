@@ -77,6 +77,17 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		/* Relaxed: read by the same call (__lzchan_cut(), after
 		 * the access that faulted, on this thread) or a later one. */
 		__atomic_store_n(&g->lost, 1, __ATOMIC_RELAXED);
+		/* A sender's attn_seen: the replacement's attn reads 0, so
+		 * the inline send's check after publishing (a relaxed load
+		 * after its signal fence, on this thread) sees them differ
+		 * and asks the library, which says -EIO; so does every later
+		 * gate.  Relaxed, as lost. */
+		{
+			uint32_t *p = __atomic_load_n(&g->poison, __ATOMIC_RELAXED);
+
+			if (p)
+				__atomic_store_n(p, LZCHAN_ATTN_POISON, __ATOMIC_RELAXED);
+		}
 		return;
 	}
 not_ours:
@@ -124,6 +135,7 @@ static void __lz_guard_set(struct __lzchan_guard *g, uintptr_t start, size_t len
 	__atomic_store_n(&g->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->len, len, __ATOMIC_RELAXED);
 	g->hdr_off = hdr_off;
+	__atomic_store_n(&g->poison, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->lost, 0, __ATOMIC_RELAXED);
 	/* Pairs with the handler's acquire load of seq: the fields are in
 	 * place before the even count says so. */
@@ -172,6 +184,15 @@ struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_of
 	}
 	pthread_mutex_unlock(&__lz_guard_lock);
 	return g;
+}
+
+/* Word @word (a sender handle's attn_seen) is to be poisoned when the
+ * mapping is replaced.  Only the handle's own thread makes the accesses
+ * that fault; relaxed, as the handler reads it. */
+void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word)
+{
+	if (g)
+		__atomic_store_n(&g->poison, word, __ATOMIC_RELAXED);
 }
 
 /* Was the guarded mapping replaced (its file cut short under it)? */

@@ -431,7 +431,9 @@ static void __lz_tx_attn(struct lzchan *ch)
 	 * Acquire: pairs with the release store of rx_status. */
 	if (owed || LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) == LZCHAN_RX_GONE)
 		return;
-	ch->f.attn_seen = attn;
+	/* Relaxed: the SIGBUS handler may store it too (lzchan_guard.c);
+	 * after a cut rx_status reads GONE and we never get here. */
+	__atomic_store_n(&ch->f.attn_seen, attn, __ATOMIC_RELAXED);
 	if (!ch->attn_known) {
 		/* The inline send may go now (see __lzchan_tx_gate()). */
 		ch->attn_known = true;
@@ -448,7 +450,7 @@ static inline void __lz_tx_notify(struct lzchan *ch)
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* Relaxed: only compared; __lz_tx_attn() loads it again, acquire. */
-	if (__lzchan_unlikely(__lz_load(&ch->f.my_rxl->attn) != ch->f.attn_seen ||
+	if (__lzchan_unlikely(__lz_load(&ch->f.my_rxl->attn) != __atomic_load_n(&ch->f.attn_seen, __ATOMIC_RELAXED) ||
 			      !ch->attn_known))
 		__lz_tx_attn(ch);
 }
@@ -466,7 +468,7 @@ int __lzchan_tx_after(struct lzchan *ch)
 		return -EIO;
 	/* Relaxed: only compared (after the inline publish's compiler
 	 * barrier); __lz_tx_attn() loads it again, acquire. */
-	if (__lz_load(&ch->f.my_rxl->attn) != ch->f.attn_seen)
+	if (__lz_load(&ch->f.my_rxl->attn) != __atomic_load_n(&ch->f.attn_seen, __ATOMIC_RELAXED))
 		__lz_tx_attn(ch);
 	return 0;
 }

@@ -733,6 +733,9 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	if (!ch->guard)
 		return -errno;
 	ch->f.lost = &ch->guard->lost;	/* __lzchan_cut() reads it */
+	/* The inline send learns of a cut by attn_seen (lzchan.h). */
+	if (ch->f.role == LZCHAN_SENDER)
+		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen);
 	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
 }
 
