@@ -34,6 +34,9 @@
 #define SLEEPY_AFTER		4096	/* empty polls before a lane sleeps */
 #define STATUS_SCAN_EVERY	4096	/* empty receive-anys between scans */
 #define DEPARTED_EVERY		1024	/* full looks between departure sweeps */
+/* Fast receives between two looks at the bell (and thus the longest a
+ * woken sleepy lane waits while the polled lanes stay busy). */
+#define FAST_BELL_EVERY		128
 
 static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
 {
@@ -1381,7 +1384,8 @@ static void __lz_rx_sleep(struct lzchan *ch)
 /* Lanes whose bit in the bell changed, and senders that left. */
 #define SOCK_SERVICE_NS		1000000ULL
 
-static void __lz_rx_bell(struct lzchan *ch)
+/* Departures and the bell words (see __lz_rx_bell()). */
+static void __lz_rx_bell_words(struct lzchan *ch)
 {
 	/* Pairs with the release of departures (module: lzchan_chan_release_
 	 * file(); shm: lzchan_close(), __lzchan_shm_claim()), which follows
@@ -1393,19 +1397,6 @@ static void __lz_rx_bell(struct lzchan *ch)
 		ch->departures_seen = d;
 		ch->departed = true;
 	}
-	/* shm: a sender's hello carries its channel file, which holds its
-	 * lane's lock while the message waits in our socket: take hellos
-	 * in promptly (every SOCK_SERVICE_NS at most), or a sender that
-	 * died after saying hello would look alive (lzchan_sock.c). */
-	if (ch->lsock >= 0) {
-		uint64_t now = __lzchan_now_ns();
-
-		if (now - ch->sock_serviced_ns >= SOCK_SERVICE_NS) {
-			ch->sock_serviced_ns = now;
-			__lzchan_sock_service(ch);
-		}
-	}
-
 	for (w = 0; w < ch->bell_words; w++) {
 		/* Pairs with the sender's fetch_xor in __lz_tx_attn():
 		 * acquire, so that the lane status a woken lane is checked
@@ -1424,6 +1415,43 @@ static void __lz_rx_bell(struct lzchan *ch)
 				__lz_active_add(ch, i);
 		}
 	}
+}
+
+static void __lz_rx_bell(struct lzchan *ch)
+{
+	/* shm: a sender's hello carries its channel file, which holds its
+	 * lane's lock while the message waits in our socket: take hellos
+	 * in promptly (every SOCK_SERVICE_NS at most), or a sender that
+	 * died after saying hello would look alive (lzchan_sock.c).  (The
+	 * liveness looks it serves run on the general look, too.) */
+	if (ch->lsock >= 0) {
+		uint64_t now = __lzchan_now_ns();
+
+		if (now - ch->sock_serviced_ns >= SOCK_SERVICE_NS) {
+			ch->sock_serviced_ns = now;
+			__lzchan_sock_service(ch);
+		}
+	}
+	__lz_rx_bell_words(ch);
+}
+
+/*
+ * The bell's budget ran out (FAST_BELL_EVERY fast receives) while the lane
+ * whose turn it is keeps delivering: look at the bell and the departures
+ * count now and grant a new budget, without the general look -- unless
+ * the general look has work (a departure to sweep, its periodic sweep due),
+ * when the budget stays 0 so that the fast paths step aside for it.
+ */
+static void __lz_rx_bell_tick(struct lzchan *ch)
+{
+	if (ch->bell_left || ch->f.armed || !ch->f.nactive || ch->departed ||
+	    ch->looks + 1 >= DEPARTED_EVERY)
+		return;
+	__lz_rx_bell_words(ch);
+	if (ch->departed)
+		return;
+	ch->looks++;
+	ch->bell_left = FAST_BELL_EVERY;
 }
 
 /* shm: the owners' locks are looked at (a system call per attached lane)
@@ -1571,9 +1599,6 @@ static int __lz_rx_check(struct lzchan *ch)
 	return 0;
 }
 
-/* Fast receives between two looks at the bell (and thus the longest a
- * woken sleepy lane waits while the polled lanes stay busy). */
-#define FAST_BELL_EVERY		64
 
 /* After a message from lane rr: stay for a burst of FAST_BURST
  * (sequential lines, no scanning), then give the next lane its turn. */
@@ -1765,6 +1790,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	uint32_t k, n, i, at, polls;
 	int r;
 
+	__lz_rx_bell_tick(ch);
 	r = __lz_rx_fast(ch, m);
 	if (r > 0)
 		return 0;
@@ -2020,6 +2046,7 @@ static int __lz_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 
 		/* The lane whose turn it is, then the other busy lanes: a
 		 * ready one-slot message on any of them is taken here. */
+		__lz_rx_bell_tick(ch);
 		ret = __lz_recv_fast(ch, buf, cap, lane);
 		for (k = 1; ret == -EAGAIN && k < n; k++) {
 			if (++ch->f.rr >= n)

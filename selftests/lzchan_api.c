@@ -550,9 +550,9 @@ static int busy_until(struct __test_metadata *_metadata, struct departures *d,
 	}
 	EXPECT_EQ(want_ends, d->nended) TH_LOG("ends after %d busy receives", i);
 	EXPECT_EQ(want_opens, d->nextra) TH_LOG("new senders after %d busy receives", i);
-	/* Announced departures are served at the next full look (every 64
-	 * receives); without the count (an older module) a sweep every 1024
-	 * full looks finds them. */
+	/* Announced departures are served at the next look at the bell
+	 * (every 128 receives); without the count (an older module) a sweep
+	 * every 1024 looks finds them. */
 	if (d->counted)
 		EXPECT_GT(1024, i) TH_LOG("the ends and new senders took %d busy receives", i);
 	return i;
