@@ -534,7 +534,8 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
 /* The inline send's gate: a payload it takes, a position it may fill,
  * and nothing new on the receiver's side (attn as the library last saw it:
  * a receiver gone changes it, and the library then keeps it unseen). */
-static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
+static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t len,
+					 const struct lzchan_shm_rx_lane *rxl)
 {
 	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0 &&
 			       /* Relaxed: a change sends us to the library,
@@ -542,8 +543,13 @@ static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 				* store of attn (receiver, or the module).
 				* attn_seen: relaxed, the SIGBUS handler may
 				* store it (LZCHAN_ATTN_POISON). */
-			       __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) ==
+			       __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
 			       __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED));
+}
+
+static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
+{
+	return __lzchan_fast_room_rxl(f, len, f->my_rxl);
 }
 
 
@@ -551,8 +557,9 @@ static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
  * position @tail (the sender's tail, passed in so that nothing is
  * reloaded after the caller's copy into the slot).  Returns what the send
  * returns: 0, or -EIO when an access met a cut. */
-static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
-					struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
+static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_fast *f,
+					    struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len,
+					    const struct lzchan_shm_rx_lane *rxl)
 {
 	uint32_t next = tail + 1;
 
@@ -578,25 +585,36 @@ static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast 
 	 * must fence each send never comes here: tx_max is 0).  Relaxed:
 	 * that barrier orders them; attn_seen as in __lzchan_fast_room(). */
 	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1)) ||
-			      __atomic_load_n(&f->my_rxl->attn, __ATOMIC_RELAXED) !=
+			      __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) !=
 			      __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
 		return __lzchan_tx_after(ch);
 	return 0;
+}
+
+static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
+					struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
+{
+	return __lzchan_fast_publish_rxl(ch, f, h, tail, len, f->my_rxl);
 }
 
 static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
-	if (__lzchan_likely(ch != 0) && __lzchan_fast_room(f, len)) {
-		uint32_t tail = f->tail;
-		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
+	if (__lzchan_likely(ch != 0)) {
+		/* Loaded once: the copy's stores may alias the handle. */
+		const struct lzchan_shm_rx_lane *rxl = f->my_rxl;
 
-		/* tx_max never exceeds it (the library keeps it so). */
-		if (len > LZCHAN_INLINE_MAX)
-			__builtin_unreachable();
-		__lzchan_copy(h + 1, buf, len);
-		return __lzchan_fast_publish(ch, f, h, tail, (uint32_t)len);
+		if (__lzchan_fast_room_rxl(f, len, rxl)) {
+			uint32_t tail = f->tail;
+			struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
+
+			/* tx_max never exceeds it (the library keeps it so). */
+			if (len > LZCHAN_INLINE_MAX)
+				__builtin_unreachable();
+			__lzchan_copy(h + 1, buf, len);
+			return __lzchan_fast_publish_rxl(ch, f, h, tail, (uint32_t)len, rxl);
+		}
 	}
 	return __lzchan_send(ch, buf, len);
 }
