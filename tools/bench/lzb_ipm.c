@@ -37,15 +37,20 @@
 
 static const char *const ipm_paths[] = {
 	"send", "recv", "reserve+commit", "peek+release", "send_batch", "recv_batch",
-	"lazy-send", "lazy-recv",
+	"lazy-send", "lazy-recv", "recv, empty", "lazy-recv, empty",
 };
 /* The wrapper callgrind collects in, per path. */
 static const char *const ipm_fns[] = {
 	"lzb_ipm_send", "lzb_ipm_recv", "lzb_ipm_reserve_commit", "lzb_ipm_peek_release",
 	"lzb_ipm_send_batch", "lzb_ipm_recv_batch", "lzb_ipm_lazy_send", "lzb_ipm_lazy_recv",
+	"lzb_ipm_recv", "lzb_ipm_lazy_recv",
 };
 /* The targets (instructions per message), 0: none. */
-static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0 };
+static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0 };
+/* The empty rows count one poll of an empty lane each (a receiver spinning
+ * for its next message, as in a ping-pong) in place of a message. */
+#define IPM_EMPTY	8
+#define IPM_LAZY_EMPTY	9
 #define IPM_NPATHS	((int)(sizeof(ipm_paths) / sizeof(ipm_paths[0])))
 
 /* ---------- the lazy ring, as the article describes it ---------- */
@@ -191,7 +196,7 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 	memset(msg, 'm', sizeof(msg));
 	for (k = 0; k < IPM_BATCH; k++)
 		v[k] = (struct iovec){ .iov_base = msg, .iov_len = len };
-	if (path >= 6) {
+	if (path == 6 || path == 7 || path == IPM_LAZY_EMPTY) {
 		lazy = aligned_alloc(64, sizeof(*lazy));
 		if (!lazy)
 			lzb_die("out of memory");
@@ -200,6 +205,10 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 		lzb_chan_name(name, sizeof(name), "ipm");
 		rx = lzb_chan_rx(name, 64, IPM_SLOTS, 1);
 		tx = lzb_chan_tx(name);
+		/* One message through first: a lane is polled once it has
+		 * carried something (before that, its bell wakes it). */
+		ipm_fill(tx, msg, len, 1);
+		ipm_drain(rx, out[0], 1);
 	}
 	for (done = 0; done < n; done += IPM_ROUND) {
 		switch (path) {
@@ -248,6 +257,16 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 			for (k = 0; k < IPM_ROUND; k++)
 				if (lzb_ipm_lazy_recv(lazy, out[0], sizeof(out[0])) != (int)len)
 					lzb_die("ipm: lazy recv failed");
+			break;
+		case IPM_EMPTY:
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_recv(rx, out[0], sizeof(out[0])) != -EAGAIN)
+					lzb_die("ipm: a receive on an empty lane did not say -EAGAIN");
+			break;
+		case IPM_LAZY_EMPTY:
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_lazy_recv(lazy, out[0], sizeof(out[0])) != -EAGAIN)
+					lzb_die("ipm: lazy recv on an empty ring did not say -EAGAIN");
 			break;
 		}
 	}
@@ -422,6 +441,8 @@ int lzb_cmd_ipm(int argc, char **argv)
 			/* Against the lazy ring's side of the same kind. */
 			if (v[p] > 0 && p < 6 && lazy > 0)
 				lzb_cell_num(t, v[p] / (p == 1 || p == 3 || p == 5 ? v[7] : v[6]));
+			else if (p == IPM_EMPTY && v[p] > 0 && v[IPM_LAZY_EMPTY] > 0)
+				lzb_cell_num(t, v[p] / v[IPM_LAZY_EMPTY]);
 			else
 				lzb_cell_na(t);
 		}
@@ -433,6 +454,8 @@ int lzb_cmd_ipm(int argc, char **argv)
 		       (unsigned long long)len, IPM_SLOTS, lzb.backend ? lzb.backend : "?");
 	lzb_table_note(t, "batch rows: per message, batches of %d; recv_batch includes the "
 		       "copy-out of each message and one release per batch", IPM_BATCH);
+	lzb_table_note(t, "empty rows: per poll of an empty lane (what a receiver spins on "
+		       "between messages, as in a ping-pong)");
 	lzb_emit(t);
 	return 0;
 }
