@@ -270,6 +270,10 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 					 * sender, while armed, with no active
 					 * lane */
 	uint32_t rx_max;		/* longest payload the inline receive copies */
+	uint32_t empty_left;		/* "empty" verdicts the inline receive may
+					 * give before the library looks again
+					 * (cur the only polled lane, and the
+					 * library's last look found nothing) */
 	struct __lzchan_rxlane *cur;	/* the lane whose turn it is ... */
 	uint32_t cur_lane;		/* ... and its index */
 	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
@@ -649,7 +653,8 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 	return __lzchan_commit(ch, len);
 }
 
-/* Lane @i's ready one-slot message at its peek, or NULL. */
+/* Lane @rl's ready one-slot message at its peek, or NULL (*len 0: nothing
+ * ready there; else something the library must look at). */
 static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lzchan_fast *f,
 							       const struct __lzchan_rxlane *rl,
 							       uint32_t *len)
@@ -657,13 +662,43 @@ static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lz
 	const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, rl->peek);
 
 	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1)
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1) {
+		*len = 0;
 		return 0;
+	}
 	/* Relaxed, after the acquire of seq that published it; read once:
 	 * the sender may change it, so only this copy is checked and used. */
 	*len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	/* A pad, a longer message or garbage: the library's way. */
+	/* A pad, a longer message or garbage: the library's way (*len is
+	 * then over the slot's payload, so never 0). */
 	return *len <= f->slot_size - sizeof(*h) ? h : 0;
+}
+
+/*
+ * Nothing is ready at the inline lane's peek: may the inline receive say
+ * "empty" without the library?  Only while the library granted it
+ * (empty_left: its last look found nothing anywhere and cur is the one
+ * lane it polls) and the lane's status is what that look saw (a sender
+ * that left, or a cut mapping, whose status reads 0, ends the spell).  The
+ * bell and the other lanes' news wait at most empty_left polls, as the
+ * library's own quick verdicts let them.  Like those, a receiver that has
+ * caught up publishes its head, so the sender sees all the room.
+ */
+static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_rxlane *rl)
+{
+	if (__lzchan_likely(f->empty_left) &&
+	    /* Relaxed: only compared; the library loads it with acquire. */
+	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status) {
+		f->empty_left--;
+		if (rl->head != rl->published && rl->peek == rl->head) {
+			/* Pairs with the sender's acquire load of head: our
+			 * reads of the released slots are done. */
+			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
+			rl->published = rl->head;
+		}
+		return 1;
+	}
+	return 0;
 }
 
 /* Lazy head publication (every publish_every slots). */
@@ -690,15 +725,19 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 		struct __lzchan_rxlane *rl = f->cur;
 		uint32_t len, peek = rl->peek;
 		const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
+		/* Pairs with the sender's release store of seq. */
+		uint32_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 
-		/* Pairs with the sender's release store of seq.  Then its
-		 * length, relaxed (published by that seq), read once: the
-		 * sender may change it, so only this copy is checked and
-		 * used; a pad, a longer message or garbage is over rx_max. */
-		if (__lzchan_likely(peek == rl->head) &&
-		    __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) == peek + 1 &&
-		    __lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <= f->rx_max &&
-				    len <= cap)) {
+		if (seq != peek + 1) {
+			if (__lzchan_fast_empty(f, rl))
+				return -EAGAIN;
+		/* Then its length, relaxed (published by that seq), read
+		 * once: the sender may change it, so only this copy is
+		 * checked and used; a pad, a longer message or garbage is
+		 * over rx_max. */
+		} else if (__lzchan_likely(peek == rl->head) &&
+			   __lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
+					   f->rx_max && len <= cap)) {
 			if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
 				__builtin_unreachable();
 			__lzchan_copy(buf, h + 1, len);
@@ -726,6 +765,8 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 		uint32_t len;
 		const struct lzchan_slot_hdr *h = __lzchan_fast_look(f, rl, &len);
 
+		if (!h && len == 0 && __lzchan_fast_empty(f, rl))
+			return -EAGAIN;
 		if (h) {
 			f->fast_left--;
 			m->data = h + 1;

@@ -110,6 +110,7 @@ struct lzchan {
 	uint32_t bell_left;		/* receiver: fast receives before the
 					 * general look (and its bell check) */
 	uint32_t grant_peek;		/* f.cur's peek when fast_left was set */
+	uint32_t grant_empty;		/* f.empty_left as granted */
 	uint32_t activations;		/* lanes made active so far */
 	uint32_t spin_ns;
 	int evfd;			/* dev: eventfd the kernel signals */

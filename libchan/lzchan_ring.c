@@ -1624,8 +1624,17 @@ static inline void __lz_turn(struct lzchan *ch)
 static void __lz_fast_settle(struct lzchan *ch)
 {
 	struct __lzchan_rxlane *rl = ch->f.cur;
-	uint32_t used;
+	uint32_t used, empties = ch->grant_empty - ch->f.empty_left;
 
+	/* The inline "empty" verdicts were the library's quick ones, given
+	 * on its behalf (__lz_rx_quiet()): spent from the same spell, and
+	 * counted as polls. */
+	ch->f.empty_left = 0;
+	ch->grant_empty = 0;
+	if (empties) {
+		ch->quiet_left = empties < ch->quiet_left ? ch->quiet_left - empties : 0;
+		ch->quiet_spent += empties;
+	}
 	ch->f.fast_left = 0;
 	if (!rl)
 		return;
@@ -1675,6 +1684,12 @@ static void __lz_fast_grant(struct lzchan *ch)
 		n = due;
 	ch->grant_peek = rl->peek;
 	ch->f.fast_left = n;
+	/* Quick "empty" verdicts inline too, while the library's own would
+	 * be given (its last look found nothing; see __lz_rx_quiet()) and
+	 * cur is the only lane to look at.  Where the library's would
+	 * publish a caught-up head, the inline one steps aside for it. */
+	if (ch->quiet_left && ch->f.nactive == 1 && !ch->broken_over && !ch->departed)
+		ch->f.empty_left = ch->grant_empty = ch->quiet_left;
 }
 
 /*

@@ -308,6 +308,65 @@ out:
 	pair_close(&p);
 }
 
+/*
+ * A receiver polling an empty channel gets its "empty" verdicts inline
+ * (no library call) while nothing has moved; news still comes promptly:
+ * its own lane's end of stream at the next poll, and a message on a lane
+ * it does not poll (woken through the bell) within one spell of quick
+ * verdicts (64 polls), not never.  And once it has caught up, the sender
+ * sees all the room (the head is published by the inline verdict too).
+ */
+TEST(quiet_receiver_hears_news)
+{
+	const struct __lzchan_fast *f;
+	struct lzchan *tx2;
+	uint32_t lane;
+	char buf[64];
+	struct pair p;
+	int k, r;
+
+	ASSERT_EQ(0, pair_open(&p, "quiet", lz_opts(64, 8, 2)));
+	f = (const struct __lzchan_fast *)p.rx;
+	/* Lane 0 carries one message, then the receiver spins on nothing:
+	 * after the first full look, verdicts come inline. */
+	ASSERT_EQ(0, lzchan_send(p.tx, "a", 1));
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	for (k = 0; k < 10; k++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_LT(0, f->empty_left) TH_LOG("no inline verdicts granted");
+	/* A full ring, drained: the sender can fill it again at once. */
+	for (k = 0; k < 8; k++)
+		ASSERT_EQ(0, lzchan_send(p.tx, "b", 1)) TH_LOG("send %d", k);
+	for (k = 0; k < 8; k++)
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL)) TH_LOG("recv %d", k);
+	ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	for (k = 0; k < 8; k++)
+		ASSERT_EQ(0, lzchan_send(p.tx, "c", 1)) TH_LOG("send %d after the drain", k);
+	for (k = 0; k < 8; k++)
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	for (k = 0; k < 10; k++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* A second sender's first message (its lane is not polled yet). */
+	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx2, "d", 1));
+	for (k = 0; (r = lzchan_recv(p.rx, buf, sizeof(buf), &lane)) == -EAGAIN && k < 1000; k++)
+		;
+	ASSERT_EQ(1, r);
+	EXPECT_EQ(1, lane);
+	EXPECT_GE(65, k) TH_LOG("the second lane's message took %d polls", k);
+	lzchan_close(tx2);
+	ASSERT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(1, lane);
+	for (k = 0; k < 10; k++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* Lane 0's sender leaves during a spell: its end at the next poll. */
+	lzchan_close(p.tx);
+	p.tx = NULL;
+	EXPECT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+	EXPECT_EQ(0, lane);
+	pair_close(&p);
+}
+
 TEST(batch_send_and_recv)
 {
 	struct iovec iov[100];
