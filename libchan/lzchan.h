@@ -274,6 +274,8 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 					 * give before the library looks again
 					 * (cur the only polled lane, and the
 					 * library's last look found nothing) */
+	const uint64_t *bell;		/* the bell's word (one: 64 lanes at most) */
+	uint64_t bell_seen;		/* ... as the library last saw it */
 	struct __lzchan_rxlane *cur;	/* the lane whose turn it is ... */
 	uint32_t cur_lane;		/* ... and its index */
 	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
@@ -679,16 +681,18 @@ static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lz
  * "empty" without the library?  Only while the library granted it
  * (empty_left: its last look found nothing anywhere and cur is the one
  * lane it polls) and the lane's status is what that look saw (a sender
- * that left, or a cut mapping, whose status reads 0, ends the spell).  The
- * bell and the other lanes' news wait at most empty_left polls, as the
- * library's own quick verdicts let them.  Like those, a receiver that has
- * caught up publishes its head, so the sender sees all the room.
+ * that left, or a cut mapping, whose status reads 0, ends the spell) and
+ * the bell is as that look left it (a lane nobody polls got a message).
+ * Other news waits at most empty_left polls, as the library's own quick
+ * verdicts let it.  Like those, a receiver that has caught up publishes
+ * its head, so the sender sees all the room.
  */
 static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_rxlane *rl)
 {
 	if (__lzchan_likely(f->empty_left) &&
-	    /* Relaxed: only compared; the library loads it with acquire. */
-	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status) {
+	    /* Relaxed: only compared; the library loads them with acquire. */
+	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
+	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
 		f->empty_left--;
 		if (rl->head != rl->published && rl->peek == rl->head) {
 			/* Pairs with the sender's acquire load of head: our

@@ -1688,8 +1688,12 @@ static void __lz_fast_grant(struct lzchan *ch)
 	 * be given (its last look found nothing; see __lz_rx_quiet()) and
 	 * cur is the only lane to look at.  Where the library's would
 	 * publish a caught-up head, the inline one steps aside for it. */
-	if (ch->quiet_left && ch->f.nactive == 1 && !ch->broken_over && !ch->departed)
+	if (ch->quiet_left && ch->f.nactive == 1 && !ch->broken_over && !ch->departed &&
+	    ch->bell_words == 1) {
+		ch->f.bell = ch->bell;
+		ch->f.bell_seen = ch->bell_seen[0];
 		ch->f.empty_left = ch->grant_empty = ch->quiet_left;
+	}
 }
 
 /*
