@@ -567,7 +567,7 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 					    struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len,
 					    const struct lzchan_shm_rx_lane *rxl)
 {
-	uint32_t next = tail + 1;
+	uint32_t next = tail + 1, attn;
 
 	/* Relaxed: published by the release store of seq below. */
 	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
@@ -590,9 +590,11 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 	 * attn: it sees our message, or we see its store (a sender that
 	 * must fence each send never comes here: tx_max is 0).  Relaxed:
 	 * that barrier orders them; attn_seen as in __lzchan_fast_room(). */
+	attn = __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED);
+	/* attn_seen after attn, and after a handler that ran during it. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1)) ||
-			      __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) !=
-			      __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
+			      attn != __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
 		return __lzchan_tx_after(ch);
 	return 0;
 }

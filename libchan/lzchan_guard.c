@@ -135,6 +135,7 @@ static void __lz_guard_set(struct __lzchan_guard *g, uintptr_t start, size_t len
 	__atomic_store_n(&g->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->len, len, __ATOMIC_RELAXED);
 	g->hdr_off = hdr_off;
+	/* Relaxed, as the other fields: the odd count keeps a handler off. */
 	__atomic_store_n(&g->poison, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->lost, 0, __ATOMIC_RELAXED);
 	/* Pairs with the handler's acquire load of seq: the fields are in

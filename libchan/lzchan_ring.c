@@ -452,7 +452,9 @@ static inline void __lz_tx_notify(struct lzchan *ch)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* Relaxed: only compared; __lz_tx_attn() loads it again, acquire. */
+	/* Relaxed: only compared; __lz_tx_attn() loads it again, acquire.
+	 * attn_seen relaxed: the SIGBUS handler may store it (on this
+	 * thread, during an access above). */
 	if (__lzchan_unlikely(__lz_load(&ch->f.my_rxl->attn) != __atomic_load_n(&ch->f.attn_seen, __ATOMIC_RELAXED) ||
 			      !ch->attn_known))
 		__lz_tx_attn(ch);
@@ -470,7 +472,8 @@ int __lzchan_tx_after(struct lzchan *ch)
 	if (__lzchan_cut(&ch->f) && __lzchan_guard_lost(ch->guard))
 		return -EIO;
 	/* Relaxed: only compared (after the inline publish's compiler
-	 * barrier); __lz_tx_attn() loads it again, acquire. */
+	 * barrier); __lz_tx_attn() loads it again, acquire.  attn_seen
+	 * relaxed: the SIGBUS handler may store it. */
 	if (__lz_load(&ch->f.my_rxl->attn) != __atomic_load_n(&ch->f.attn_seen, __ATOMIC_RELAXED))
 		__lz_tx_attn(ch);
 	return 0;
@@ -871,6 +874,33 @@ void __lzchan_rx_attn_all(struct lzchan *ch)
 		__lz_rx_attn(ch->f.lanes[i].rxl);
 }
 
+/* Take back the inline "empty" verdicts granted and not yet given (see
+ * __lz_fast_grant()): something their conditions do not see changed (a
+ * lane became active, an end became owed).  Only the ones given are the
+ * library's quick verdicts, counted at the next settle. */
+static void __lz_empty_revoke(struct lzchan *ch)
+{
+	ch->grant_empty -= ch->f.empty_left;
+	ch->f.empty_left = 0;
+}
+
+/*
+ * A lane we are about to acknowledge (close_ack) goes unpolled from now
+ * on: mark it sleepy first.  The next sender it is given to attaches after
+ * the module (or a shm claimer) saw close_ack with acquire, so its first
+ * send sees "sleepy" and rings the bell; marked only later (by
+ * __lz_active_del()), a single message sent in between waited for a scan.
+ */
+static void __lz_rx_sleepy_before_ack(struct __lzchan_rxlane *rl)
+{
+	if (rl->sleepy & 1)
+		return;
+	rl->sleepy++;
+	/* Relaxed: published by the release stores of attn and close_ack. */
+	__lz_store(&rl->rxl->sleepy, rl->sleepy);
+	__lz_rx_attn(rl->rxl);
+}
+
 static void __lz_active_add(struct lzchan *ch, uint32_t i)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
@@ -892,6 +922,7 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 	rl->state = __LZ_RL_ACTIVE;
 	rl->idle = 0;
 	ch->activations++;	/* a park under way must look again */
+	__lz_empty_revoke(ch);	/* cur is no longer the only lane */
 	if (rl->sleepy & 1) {
 		rl->sleepy++;
 		/* Relaxed: a hint for the sender; messages are found by seq.
@@ -1153,6 +1184,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	rl->peek = rl->head = pos;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);
+	__lz_rx_sleepy_before_ack(rl);
 	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
 	 * claimer's): the lane is drained before it may be given away. */
 	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
@@ -1216,6 +1248,7 @@ static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
 	if (__lz_rx_broken_over(ch, i)) {
 		ch->broken_over = true;
 		ch->quiet_left = 0;
+		__lz_empty_revoke(ch);
 	}
 }
 
@@ -1247,6 +1280,7 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 		return -EBADMSG;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);
+	__lz_rx_sleepy_before_ack(rl);
 	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
 	 * claimer's acquire load): we are done with the lane, and our head
 	 * is published, before it may be scrubbed and given away. */
@@ -1447,7 +1481,7 @@ static void __lz_rx_bell_tick(struct lzchan *ch)
 	if (ch->bell_left || ch->f.armed || !ch->f.nactive || ch->departed ||
 	    ch->looks + 1 >= DEPARTED_EVERY)
 		return;
-	__lz_rx_bell_words(ch);
+	__lz_rx_bell(ch);	/* with the shm socket's hellos, as often as ever */
 	if (ch->departed)
 		return;
 	ch->looks++;
@@ -1494,6 +1528,7 @@ static void __lz_rx_scan(struct lzchan *ch)
 			if (__lz_rx_broken_over(ch, i)) {
 				ch->broken_over = true;
 				ch->quiet_left = 0;
+				__lz_empty_revoke(ch);
 			}
 		} else if (rl->state != __LZ_RL_ACTIVE && __lz_rx_lane_pending(ch, rl)) {
 			__lz_active_add(ch, i);
@@ -1686,8 +1721,10 @@ static void __lz_fast_grant(struct lzchan *ch)
 	ch->f.fast_left = n;
 	/* Quick "empty" verdicts inline too, while the library's own would
 	 * be given (its last look found nothing; see __lz_rx_quiet()) and
-	 * cur is the only lane to look at.  Where the library's would
-	 * publish a caught-up head, the inline one steps aside for it. */
+	 * cur is the only lane to look at; taken back (__lz_empty_revoke())
+	 * when a library call that does not settle and grant -- arming,
+	 * parking -- finds news.  Like the library's, they publish a
+	 * caught-up head. */
 	if (ch->quiet_left && ch->f.nactive == 1 && !ch->broken_over && !ch->departed &&
 	    ch->bell_words == 1) {
 		ch->f.bell = ch->bell;
@@ -2061,11 +2098,12 @@ static int __lz_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	int ret;
 
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_RECEIVER)) {
-		uint32_t k, n = ch->f.nactive;
+		uint32_t k, n;
 
 		/* The lane whose turn it is, then the other busy lanes: a
 		 * ready one-slot message on any of them is taken here. */
 		__lz_rx_bell_tick(ch);
+		n = ch->f.nactive;
 		ret = __lz_recv_fast(ch, buf, cap, lane);
 		for (k = 1; ret == -EAGAIN && k < n; k++) {
 			if (++ch->f.rr >= n)

@@ -162,6 +162,8 @@ static int __lz_prepare_park(struct lzchan *ch)
 	 * it (Documentation/libchan/design.rst). */
 	activations = ch->activations;
 	if (__lzchan_rx_pending(ch) || ch->activations != activations) {
+		/* (Inline empty verdicts granted before were taken back by
+		 * what found the news: __lz_empty_revoke().) */
 		__lz_set_parked(ch, false);
 		return -EAGAIN;
 	}

@@ -1116,6 +1116,66 @@ TEST(not_a_channel)
 }
 
 /*
+ * An event loop (receive until -EAGAIN, then lzchan_arm()) on a channel
+ * whose one polled lane is quiet: a lane given up as garbage whose sender
+ * then leaves owes its end, and arming finds that out -- the next receive
+ * must say so, not keep giving the inline "empty" verdicts it was granted
+ * before (it took 59 receive/arm rounds when they were not taken back).
+ */
+TEST(owed_end_ends_inline_empty_verdicts)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	struct lzchan *rx, *ta, *tb;
+	char dir[64], path[128], buf[64];
+	struct stat st;
+	uint32_t lane;
+	int fd, k, r, a = -1;
+	char *map;
+	size_t off;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "owed");
+	ASSERT_EQ(0, lzchan_open(&rx, "owed", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&ta, "owed", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tb, "owed", LZCHAN_SENDER, NULL));
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fstat(fd, &st));
+	map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	close(fd);
+	ASSERT_EQ(0, lzchan_send(ta, "a", 1));
+	ASSERT_EQ(0, lzchan_send(tb, "garbage-here", 13));
+	/* A hostile writer makes lane 1's message garbage. */
+	for (off = 64; off + 64 <= (size_t)st.st_size; off += 64)
+		if (!memcmp(map + off + 8, "garbage-here", 13))
+			break;
+	ASSERT_GT((size_t)st.st_size, off + 64);
+	((struct lzchan_slot_hdr *)(map + off))->len = 0x40000000;
+	for (k = 0; k < 10 && (r = lzchan_recv(rx, buf, sizeof(buf), &lane)) != -EAGAIN; k++)
+		EXPECT_TRUE(r == 1 || r == -EBADMSG) TH_LOG("receive %d: %d", k, r);
+	for (k = 0; k < 5; k++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	lzchan_close(tb);
+	for (k = 0; k < 100; k++) {
+		r = lzchan_recv(rx, buf, sizeof(buf), &lane);
+		if (r != -EAGAIN)
+			break;
+		a = lzchan_arm(rx);
+		if (!a)
+			break;
+	}
+	EXPECT_EQ(-EPIPE, r) TH_LOG("after %d rounds (arm said %d)", k, a);
+	EXPECT_EQ(1, lane);
+	EXPECT_GE(1, k) TH_LOG("the end took %d receive/arm rounds", k);
+	munmap(map, st.st_size);
+	lzchan_close(ta);
+	lzchan_close(rx);
+	lzchan_unlink("owed");
+	rmdir(dir);
+}
+
+/*
  * A channel file of another version of the layout (1: before attn, the
  * one word senders load on every send, which its parties do not keep) is
  * refused with -EPROTO by both roles, and left alone; the same file with
