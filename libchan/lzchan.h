@@ -753,7 +753,10 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 				return -EIO;
 			f->fast_left--;
 			rl->peek = peek + 1;
-			rl->head = peek + 1;
+			/* Relaxed atomic: a plain store, which the compiler
+			 * would otherwise merge with the one above through a
+			 * vector register (three instructions for two). */
+			__atomic_store_n(&rl->head, peek + 1, __ATOMIC_RELAXED);
 			if (lane)
 				*lane = f->cur_lane;
 			return (int)len;
