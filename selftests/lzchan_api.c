@@ -712,16 +712,45 @@ TEST(long_message_lane_gets_its_turn)
 	pair_close(&p);
 }
 
+/*
+ * A receiver that leaves ends sending at once, the inline send included
+ * (it learns through attn, which the receiver's going moves); a next
+ * receiver gets what was queued, and sending, inline too, comes back.
+ */
 TEST(receiver_gone)
 {
+	const struct __lzchan_fast *f;
+	struct lzchan *rx2;
+	char buf[8];
 	struct pair p;
+	int k;
 
 	ASSERT_EQ(0, pair_open(&p, "rxg", lz_opts(64, 64, 1)));
-	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	f = (const struct __lzchan_fast *)p.tx;
+	for (k = 0; k < 3; k++)
+		ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	if (f->tx_max)	/* else it fences every send: never inline */
+		EXPECT_LT(0, (int32_t)f->tx_room) TH_LOG("the inline send is not open");
 	lzchan_close(p.rx);
 	p.rx = NULL;
 	EXPECT_EQ(-EPIPE, lzchan_send(p.tx, "x", 1));
+	EXPECT_EQ(-EPIPE, lzchan_send(p.tx, "x", 1));
 	EXPECT_EQ(-EPIPE, lzchan_send_wait(p.tx, "x", 1, 1000000));
+	ASSERT_EQ(0, lzchan_open(&rx2, p.name, LZCHAN_RECEIVER, NULL));
+	p.rx = rx2;
+	for (k = 0; k < 3; k++) {
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL)) TH_LOG("queued %d", k);
+		EXPECT_EQ('x', buf[0]);
+	}
+	ASSERT_EQ(0, lzchan_send(p.tx, "y", 1));
+	ASSERT_EQ(0, lzchan_send(p.tx, "z", 1));
+	if (f->tx_max)
+		EXPECT_LT(0, (int32_t)f->tx_room) TH_LOG("the inline send did not come back");
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('y', buf[0]);
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('z', buf[0]);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
 	pair_close(&p);
 }
 
