@@ -314,10 +314,11 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
 /*
  * shm: a peer may cut the channel file short under us.  The library's
  * SIGBUS handler then maps private zeroed memory over the channel and
- * writes this rx_status into it, so an inline call that touched the lost
- * memory finds it right after and reports the loss (-EIO) instead of a
- * success that reached nobody.  A peer forging the value costs only a
- * call: __lzchan_lost() asks the handler's own record.
+ * writes this rx_status into it, so the library's send paths, which read
+ * it, report the loss (-EIO) instead of a success that reached nobody
+ * (and never take the replacement's attn for the receiver's).  A peer
+ * forging the value costs only a call: __lzchan_lost() asks the
+ * handler's own record.
  */
 #define __LZCHAN_STATUS_LOST	LZCHAN_STATUS(0xffffffffU, LZCHAN_RX_GONE)
 /* ... and stores this in a sender handle's attn_seen: the replacement's
