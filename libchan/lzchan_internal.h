@@ -36,6 +36,7 @@ enum {
 /* What the receiver doubts about a lane's sender (lzchan_ring.c). */
 struct __lzchan_rxwatch {
 	uint64_t closed_held_ns;	/* shm: CLOSED said, lock found held */
+	uint64_t held_departures;	/* hdr->departures before that look */
 	int end_cause;			/* LZCHAN_END_* of the last end reported */
 	uint64_t stall_ns;		/* 0, or since when the sender claims more
 					 * than is ready at stall_pos */

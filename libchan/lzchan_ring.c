@@ -188,19 +188,28 @@ static bool __lz_tx_rx_gone(struct lzchan *ch)
  * nobody). */
 static bool __lz_rx_sender_gone(struct lzchan *ch, uint32_t i, bool fresh)
 {
-	uint64_t now;
+	struct __lzchan_rxwatch *w = &ch->watch[i];
+	uint64_t now, d;
 
 	if (ch->backend != LZCHAN_BACKEND_SHM)
 		return true;
+	/* A departure counted since the lock was found held may be this
+	 * sender's (a closing one counts itself, then unlocks): look again
+	 * at once, so that a real close over a forged CLOSED is its end at
+	 * once.  Pairs with the release of departures in lzchan_close() and
+	 * __lzchan_shm_claim(); loaded before the lock, so a count that
+	 * predates an unlock we miss is not taken as "seen". */
+	d = __lz_load_acq(&ch->f.hdr->departures);
 	now = __lzchan_now_ns();
-	if (!fresh && ch->watch[i].closed_held_ns &&
-	    now - ch->watch[i].closed_held_ns < STATUS_HELD_NS)
+	if (!fresh && w->closed_held_ns && d == w->held_departures &&
+	    now - w->closed_held_ns < STATUS_HELD_NS)
 		return false;
 	if (__lzchan_shm_lane_alive(ch, i) == 1) {
-		ch->watch[i].closed_held_ns = now;	/* overwritten, or closing */
+		w->closed_held_ns = now;	/* overwritten, or closing */
+		w->held_departures = d;
 		return false;
 	}
-	ch->watch[i].closed_held_ns = 0;
+	w->closed_held_ns = 0;
 	return true;
 }
 
@@ -1831,7 +1840,11 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 	return true;
 }
 
-/* A full look found nothing: remember what "nothing" looked like. */
+/* A full look found nothing: remember what "nothing" looked like.  Not
+ * while a polled lane says CLOSED (shm: a word its sender's lock denied,
+ * see __lz_rx_sender_gone()): that sender's real close would change no
+ * status, so the quick verdicts would not see it; every poll then looks
+ * in full (where the departure count and the lock tell). */
 static void __lz_rx_quiet_arm(struct lzchan *ch)
 {
 	uint32_t k;
@@ -1841,6 +1854,8 @@ static void __lz_rx_quiet_arm(struct lzchan *ch)
 
 		/* Relaxed: compared against in __lz_rx_quiet() only. */
 		rl->seen_status = __lz_load(&rl->info->status);
+		if (LZCHAN_STATUS_STATE(rl->seen_status) == LZCHAN_LANE_CLOSED)
+			return;
 	}
 	ch->quiet_left = QUIET_POLLS;
 }
