@@ -1989,8 +1989,10 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
  */
 static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
-	uint32_t i, pos, k, max = ch->f.slot_size - (uint32_t)sizeof(struct lzchan_slot_hdr);
+	uint32_t i, pos, gen, k, step = ch->f.slot_size,
+		 max = step - (uint32_t)sizeof(struct lzchan_slot_hdr);
 	struct __lzchan_rxlane *rl;
+	const char *s;
 
 	/* A receiver, not armed, with an active lane, the bell not due. */
 	if (__lzchan_unlikely(!ch->bell_left || !ch->f.nactive || ch->f.armed ||
@@ -2001,26 +2003,31 @@ static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsig
 	i = ch->f.active[ch->f.rr];
 	rl = &ch->f.lanes[i];
 	pos = rl->peek;
-	for (k = 0; k < n; k++, pos++) {
-		const struct lzchan_slot_hdr *h = __lzchan_slot(ch, rl->slots, pos);
+	gen = rl->gen;
+	/* Up to the ring's end, so that the slot steps by its size (the
+	 * next call goes on from the start). */
+	k = ch->f.slot_count - (pos & ch->f.mask);
+	if (n > k)
+		n = k;
+	s = (const char *)__lzchan_slot(ch, rl->slots, pos);
+	for (k = 0; k < n; k++, s += step) {
+		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
 		uint32_t raw;
 
 		/* Pairs with the sender's release store of seq, as in
 		 * __lz_rx_fast_lane(). */
-		if (__lz_load_acq(&h->seq) != pos + 1)
+		if (__lz_load_acq(&h->seq) != pos + k + 1)
 			break;
 		raw = __lz_load(&h->len);	/* after seq's acquire; once */
 		if (raw > max)			/* pad flag, several slots, garbage */
 			break;
-		m[k].data = h + 1;
-		m[k].len = raw;
-		m[k].lane = i;
-		m[k].__end = pos + 1;
-		m[k].__gen = rl->gen;
+		m[k] = (struct lzchan_msg){
+			.data = h + 1, .len = raw, .lane = i, .__end = pos + k + 1, .__gen = gen,
+		};
 	}
 	if (!k)
 		return 0;
-	rl->peek = pos;
+	rl->peek = pos + k;
 	rl->idle = 0;
 	ch->bell_left -= k;
 	ch->f.burst += k - 1;
@@ -2036,6 +2043,9 @@ static int __lz_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int
 	if (!n)
 		return -EINVAL;
 	if (__lzchan_likely(ch && m)) {
+		/* The bell's budget spent while the lane delivers: renewed
+		 * here, as __lz_rx_any() does, so the run goes on. */
+		__lz_rx_bell_tick(ch);
 		k = __lz_recv_run(ch, m, n);
 		if (k)
 			return (int)k;

@@ -370,26 +370,29 @@ TEST(batch_send_and_recv)
 {
 	struct iovec iov[100];
 	struct lzchan_msg m[64];
-	uint32_t vals[100], i, got = 0;
+	uint32_t vals[100], i, got, round;
 	struct pair p;
 	int r;
 
 	ASSERT_EQ(0, pair_open(&p, "batch", lz_opts(64, 256, 1)));
-	for (i = 0; i < 100; i++) {
-		vals[i] = i * 3;
-		iov[i].iov_base = &vals[i];
-		iov[i].iov_len = 4;
-	}
-	ASSERT_EQ(100, lzchan_send_batch(p.tx, iov, 100));
-	while (got < 100) {
-		r = lzchan_recv_batch(p.rx, m, 64);
-		ASSERT_LT(0, r);
-		for (i = 0; i < (uint32_t)r; i++) {
-			EXPECT_EQ(4, m[i].len);
-			EXPECT_EQ((got + i) * 3, *(const uint32_t *)m[i].data);
+	/* Five rounds through 256 slots: batches run across the ring's end. */
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < 100; i++) {
+			vals[i] = round * 1000 + i * 3;
+			iov[i].iov_base = &vals[i];
+			iov[i].iov_len = 4;
 		}
-		lzchan_release(p.rx, &m[r - 1]);
-		got += r;
+		ASSERT_EQ(100, lzchan_send_batch(p.tx, iov, 100));
+		for (got = 0; got < 100; got += r) {
+			r = lzchan_recv_batch(p.rx, m, 64);
+			ASSERT_LT(0, r);
+			ASSERT_GE(100 - got, (uint32_t)r);
+			for (i = 0; i < (uint32_t)r; i++) {
+				EXPECT_EQ(4, m[i].len);
+				EXPECT_EQ(round * 1000 + (got + i) * 3, *(const uint32_t *)m[i].data);
+			}
+			lzchan_release(p.rx, &m[r - 1]);
+		}
 	}
 	EXPECT_EQ(-EAGAIN, lzchan_recv_batch(p.rx, m, 64));
 	EXPECT_EQ(-EINVAL, lzchan_recv_batch(p.rx, m, 0));

@@ -226,6 +226,57 @@ TEST(forged_head_gives_no_extra_room)
 	rmdir(dir);
 }
 
+/*
+ * A lane's mapping runs on past its last slot (it is rounded up to pages),
+ * and its sender may write there.  A batch receive that runs up to the
+ * ring's end must wrap, never read a "slot" past it: here the hostile
+ * sender forges one that looks ready, right after its last real message.
+ */
+TEST(batch_never_reads_past_the_ring)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 1);
+	struct lzchan_slot_hdr *past;
+	struct lzchan_msg m[16];
+	struct lzchan *rx, *tx;
+	char dir[64], buf[16];
+	void *p;
+	int k;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(0, lzchan_open(&rx, "pastend", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "pastend", LZCHAN_SENDER, NULL));
+	/* Positions 0..59 sent and read; 60..62 sent; 63, the last slot, by
+	 * reservation, which shows where the ring ends. */
+	for (k = 0; k < 60; k++) {
+		ASSERT_EQ(0, lzchan_send(tx, &k, sizeof(k)));
+		ASSERT_EQ((int)sizeof(k), lzchan_recv(rx, buf, sizeof(buf), NULL));
+	}
+	for (; k < 63; k++)
+		ASSERT_EQ(0, lzchan_send(tx, &k, sizeof(k)));
+	ASSERT_EQ(0, lzchan_reserve(tx, sizeof(k), &p));
+	memcpy(p, &k, sizeof(k));
+	ASSERT_EQ(0, lzchan_commit(tx, sizeof(k)));
+	past = (struct lzchan_slot_hdr *)((char *)p - sizeof(*past) + 64);
+	past->len = 4;
+	__atomic_store_n(&past->seq, 64 + 1, __ATOMIC_RELEASE);
+
+	ASSERT_EQ(4, lzchan_recv_batch(rx, m, 16));
+	for (k = 0; k < 4; k++)
+		EXPECT_EQ(60 + k, *(const int *)m[k].data);
+	lzchan_release(rx, &m[3]);
+	EXPECT_EQ(-EAGAIN, lzchan_recv_batch(rx, m, 16)) TH_LOG("a slot past the ring was read");
+	/* And the ring goes on from its start. */
+	k = 64;
+	ASSERT_EQ(0, lzchan_send(tx, &k, sizeof(k)));
+	ASSERT_EQ(1, lzchan_recv_batch(rx, m, 16));
+	EXPECT_EQ(64, *(const int *)m[0].data);
+	lzchan_release(rx, &m[0]);
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink("pastend");
+	rmdir(dir);
+}
+
 /* A receiver that touches the channel after the cut gets -EIO. */
 TEST(truncated_channel_receiver)
 {
