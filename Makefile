@@ -80,7 +80,25 @@ tools/lzchan-bench: $(BENCH_SRCS) tools/bench/lzb.h $(LIB_A) $(LIB_HDRS)
 	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -Itools/bench -o $@ $(BENCH_SRCS) $(LIB_A) \
 		-lpapi -lnuma -lpthread -lm $(LDFLAGS)
 
+# The bridge between hosts (tools/bridge, lzchan-bridged(8)): UCX carries
+# it, libsodium keys it.  Built when both are installed ('make deps' puts
+# them there); without them, a note says so and the rest builds.
+BRIDGE_SRCS	:= $(wildcard tools/bridge/*.c)
+BRIDGE_HDRS	:= $(wildcard tools/bridge/*.h)
+BRIDGE_PKGS	:= ucx libsodium
+HAVE_BRIDGE	:= $(shell pkg-config --exists $(BRIDGE_PKGS) 2>/dev/null && echo 1)
+
+tools/lzchan-bridged: $(BRIDGE_SRCS) $(BRIDGE_HDRS) $(LIB_A) $(LIB_HDRS)
+	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) $$(pkg-config --cflags $(BRIDGE_PKGS)) -Itools/bridge \
+		-o $@ $(BRIDGE_SRCS) $(LIB_A) $$(pkg-config --libs $(BRIDGE_PKGS)) $(LDFLAGS)
+
+ifeq ($(HAVE_BRIDGE),1)
+tools: $(TOOLS) tools/lzchan-bridged
+else
 tools: $(TOOLS)
+	@echo "note: tools/lzchan-bridged not built: UCX or libsodium is missing" \
+	      "(apt-get install libucx-dev libsodium-dev, or 'make deps')"
+endif
 
 # The main job: two unrelated processes exchange messages over a channel.
 # It sets itself up as 'make check' does, with the userspace packages only.
@@ -231,7 +249,8 @@ dkms-uninstall:
 	rm -rf $(DESTDIR)$(DKMS_SRCDIR)
 
 clean:
-	rm -f libchan/*.o libchan/*.os libchan/*.a libchan/*.so* libchan/lzchan.pc $(TOOLS)
+	rm -f libchan/*.o libchan/*.os libchan/*.a libchan/*.so* libchan/lzchan.pc $(TOOLS) \
+		tools/lzchan-bridged
 	$(MAKE) -C selftests clean
 	@if [ -n "$(KDIR)" ] && [ -f "$(KDIR)/Makefile" ]; then \
 		$(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi

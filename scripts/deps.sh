@@ -37,7 +37,7 @@ die() { echo "deps: error: $*" >&2; exit 1; }
 
 # What the library and the tools need to build (make run): the same
 # packages 'make check' installs, without kernels, qemu or documentation.
-USER_PKGS=(gcc make libc6-dev pkg-config libnuma-dev libpapi-dev)
+USER_PKGS=(gcc make libc6-dev pkg-config libnuma-dev libpapi-dev libucx-dev libsodium-dev)
 userspace=
 if [ "${1:-}" = --userspace ]; then
 	userspace=1
@@ -56,6 +56,9 @@ PKGS+=(man-db groff-base python3-sphinx)
 PKGS+=(flex bison bc libelf-dev libssl-dev)
 # The public header, compiled as C++ users compile it (lzchan_header.sh).
 PKGS+=(g++)
+# The bridge between hosts (tools/bridge): UCX and libsodium; its tests
+# run hosts as network namespaces (ip) and compare with ucx_perftest.
+PKGS+=(libucx-dev libsodium-dev ucx-utils iproute2)
 kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
 wants() { case " $kernels " in *" $1 "*) return 0 ;; esac; return 1; }
 

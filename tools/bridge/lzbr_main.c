@@ -1,0 +1,1402 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * lzchan-bridged: carries lzchan channels between hosts over UCX.
+ *
+ * One bridge per host.  For each configured route CHANNEL@PEER it is the
+ * receiver of a local proxy channel named "CHANNEL@PEER": each lane of the
+ * proxy (one local sender) becomes a stream to PEER's bridge, which
+ * attaches as an ordinary sender to its local channel CHANNEL.  Streams
+ * carry sequence numbers and are paced by credit: the receiving bridge
+ * queues at most its window per stream, so a slow receiver fills the
+ * proxy lane and the local sender sees a full ring.  The protocol is in
+ * lzbr_wire.h; Documentation/admin/bridge.rst describes it all.
+ *
+ * Single-threaded: an epoll loop over UCX's worker fd, the proxies' event
+ * fds, a timer and a signalfd.  Idle, it sleeps.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+#include <ucp/api/ucp.h>
+
+#include "lzbr.h"
+
+#define HANDSHAKE_NS		5000000000ULL	/* a peer that says nothing goes */
+#define RECONNECT_NS		1000000000ULL
+#define PROXY_RETRY_NS		1000000000ULL
+#define QUEUE_RETRY_MS		1		/* a full local lane: look again */
+#define BLOCKED_MS		10		/* a proxy waiting for credit */
+#define INQ_SLACK		(1U << 20)	/* received, not yet processed */
+
+static int verbose;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("lzchan-bridged: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+#define dbg(...) do { if (verbose) say(__VA_ARGS__); } while (0)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A message as received (or queued for a local lane): header and payload. */
+struct msgbuf {
+	struct msgbuf *next;
+	struct lzbr_hdr h;
+	bool pending;			/* rendezvous data still arriving */
+	bool failed;			/* ... and it failed */
+	struct conn *conn;
+	uint8_t data[];
+};
+
+/* A message being sent: kept until UCX is done with it. */
+struct sendbuf {
+	struct conn *conn;
+	struct lzbr_hdr h;
+	uint8_t data[];
+};
+
+enum conn_state {
+	C_HELLO_DUE,		/* initiator: flushing, then HELLO */
+	C_HELLO_SENT,		/* initiator: waiting for CHALLENGE */
+	C_AUTH_SENT,		/* initiator: waiting for WELCOME */
+	C_AWAIT_HELLO,		/* acceptor */
+	C_CHALLENGED,		/* acceptor: waiting for AUTH */
+	C_UP,
+	C_CLOSING,		/* ep closing; freed once it and its sends are done */
+};
+
+/* A stream in (acceptor): one remote sender, as a local sender here. */
+struct istream {
+	struct istream *next;
+	uint32_t id;
+	struct lzchan *tx;
+	char channel[LZBR_NAME_SIZE];
+	uint32_t uid;
+	int32_t pid;
+	uint32_t max_msg;
+	uint64_t expect;		/* the next DATA's seq */
+	uint64_t granted;		/* bytes the peer may still send */
+	uint64_t owed;			/* bytes delivered, credit not yet returned */
+	struct msgbuf *q, **qtail;	/* arrived, the local lane was full */
+	uint64_t qbytes;
+	bool end_pending;
+	uint64_t msgs, bytes;
+};
+
+struct conn {
+	struct conn *next;
+	ucp_ep_h ep;
+	bool initiator;
+	bool flushed;			/* the first flush is done: may send */
+	int peer;			/* index in conf peers, -1 until known */
+	enum conn_state state;
+	uint64_t deadline;		/* handshake */
+	uint8_t nonce[LZBR_NONCE_SIZE], their_nonce[LZBR_NONCE_SIZE];
+	struct msgbuf *inq, **inq_tail;
+	uint64_t inq_bytes;
+	unsigned int inflight;		/* sends UCX holds */
+	bool closed;			/* the ep close completed */
+	bool force;			/* the transport failed: no flush at close */
+	int err;			/* why it goes (0: a clean close) */
+	uint32_t next_stream;
+	struct istream *istreams;
+	uint64_t msgs_in, bytes_in, msgs_out, bytes_out, stalls;
+};
+
+enum ostream_state { OS_NONE, OS_OPENING, OS_OPEN };
+
+/* A stream out (initiator): one lane of a proxy channel. */
+struct ostream {
+	uint32_t id;
+	enum ostream_state state;
+	uint64_t credit;
+	uint64_t seq;			/* the last DATA sent */
+	uint32_t max_msg;
+	struct lzchan_msg pend;		/* taken from the lane, not yet sent */
+	bool has_pend;
+	bool eos;			/* the lane's sender left (after pend) */
+	bool broken;			/* the lane held garbage: ended, until
+					 * its sender goes (-EPIPE) */
+	int cause;
+};
+
+struct route {
+	const struct lzbr_route_conf *rc;
+	struct lzchan *rx;		/* the proxy, while its peer is up */
+	struct conn *conn;
+	struct ostream *lanes;
+	uint32_t nlanes;
+	uint32_t max_msg;		/* the proxy's */
+	bool blocked;			/* a lane waits for OPENED or credit */
+	uint64_t retry_at;
+};
+
+static struct {
+	struct lzbr_conf conf;
+	ucp_context_h ctx;
+	ucp_worker_h worker;
+	ucp_listener_h listener;
+	int efd, epfd, sigfd;
+	struct conn *conns;
+	struct conn *out[LZBR_MAX_PEERS];	/* initiator connections, by peer */
+	uint64_t reconnect_at[LZBR_MAX_PEERS];
+	struct route routes[LZBR_MAX_ROUTES];
+	bool stop;
+	bool work;			/* this round did something */
+} br;
+
+static void conn_fail(struct conn *c, int err, const char *why);
+static void route_down(struct route *r, const char *why);
+
+/* ---------- sending ---------- */
+
+static void send_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct sendbuf *sb = user_data;
+	struct conn *c = sb->conn;
+
+	c->inflight--;
+	if (status != UCS_OK && status != UCS_ERR_CANCELED && c->state != C_CLOSING) {
+		c->force = true;
+		conn_fail(c, EIO, ucs_status_string(status));
+	}
+	free(sb);
+	ucp_request_free(request);
+}
+
+static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq, uint64_t arg,
+		     const void *data, uint32_t len)
+{
+	struct sendbuf *sb;
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = UCP_AM_SEND_FLAG_REPLY,
+	};
+	ucs_status_ptr_t req;
+
+	if (c->state == C_CLOSING)
+		return -EPIPE;
+	sb = malloc(sizeof(*sb) + len);
+	if (!sb) {
+		conn_fail(c, ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	sb->conn = c;
+	sb->h = (struct lzbr_hdr){
+		.magic = LZBR_MAGIC, .version = LZBR_VERSION, .type = type,
+		.stream = stream, .seq = seq, .arg = arg, .len = len,
+	};
+	if (len)
+		memcpy(sb->data, data, len);
+	p.cb.send = send_done;
+	p.user_data = sb;
+	req = ucp_am_send_nbx(c->ep, LZBR_AM_ID, &sb->h, sizeof(sb->h), sb->data, len, &p);
+	if (req == NULL) {
+		free(sb);
+	} else if (UCS_PTR_IS_ERR(req)) {
+		free(sb);
+		c->force = true;
+		conn_fail(c, EIO, ucs_status_string(UCS_PTR_STATUS(req)));
+		return -EIO;
+	} else {
+		c->inflight++;
+	}
+	c->msgs_out++;
+	c->bytes_out += len;
+	return 0;
+}
+
+/* ---------- receiving: the active message handler queues, the loop acts ---------- */
+
+static struct conn *conn_of_ep(ucp_ep_h ep)
+{
+	struct conn *c;
+
+	for (c = br.conns; c; c = c->next)
+		if (c->ep == ep && c->state != C_CLOSING)
+			return c;
+	return NULL;
+}
+
+static void inq_add(struct conn *c, struct msgbuf *m)
+{
+	m->next = NULL;
+	m->conn = c;
+	*c->inq_tail = m;
+	c->inq_tail = &m->next;
+	c->inq_bytes += sizeof(*m) + m->h.len;
+}
+
+static void rndv_done(void *request, ucs_status_t status, size_t length, void *user_data)
+{
+	struct msgbuf *m = user_data;
+
+	(void)length;
+	m->pending = false;
+	m->failed = status != UCS_OK;
+	ucp_request_free(request);
+}
+
+/* The most a connection may have received and not yet processed: every
+ * stream's window, and some for control messages. */
+static uint64_t inq_limit(const struct conn *c)
+{
+	uint64_t n = 1;
+	const struct istream *s;
+
+	for (s = c->istreams; s; s = s->next)
+		n++;
+	return n * (br.conf.window + sizeof(struct msgbuf)) + INQ_SLACK;
+}
+
+static ucs_status_t am_recv(void *arg, const void *header, size_t header_length, void *data,
+			    size_t length, const ucp_am_recv_param_t *param)
+{
+	struct conn *c = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ?
+			 conn_of_ep(param->reply_ep) : NULL;
+	struct msgbuf *m;
+	int r;
+
+	(void)arg;
+	if (!c)
+		return UCS_OK;		/* a connection being closed: dropped */
+	r = lzbr_wire_check(header, header_length, length, LZCHAN_MSG_MAX);
+	if (r) {
+		conn_fail(c, -r, "a malformed message");
+		return UCS_OK;
+	}
+	if (c->inq_bytes + sizeof(*m) + length > inq_limit(c)) {
+		conn_fail(c, EPROTO, "sent past its credit");
+		return UCS_OK;
+	}
+	m = malloc(sizeof(*m) + length);
+	if (!m) {
+		conn_fail(c, ENOMEM, "out of memory");
+		return UCS_OK;
+	}
+	memcpy(&m->h, header, sizeof(m->h));
+	m->pending = m->failed = false;
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+		ucp_request_param_t p = {
+			.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+			.user_data = m,
+		};
+		ucs_status_ptr_t req;
+
+		p.cb.recv_am = rndv_done;
+		m->pending = true;
+		req = ucp_am_recv_data_nbx(br.worker, data, m->data, length, &p);
+		if (req == NULL) {
+			m->pending = false;
+		} else if (UCS_PTR_IS_ERR(req)) {
+			free(m);
+			conn_fail(c, EIO, ucs_status_string(UCS_PTR_STATUS(req)));
+			return UCS_OK;
+		}
+	} else if (length) {
+		memcpy(m->data, data, length);
+	}
+	inq_add(c, m);
+	return UCS_OK;
+}
+
+/* ---------- the handshake ---------- */
+
+/* HMAC-SHA-256 over who is proving what: @role ('A' acceptor, 'I'
+ * initiator), both nonces and both names, in a fixed order. */
+static void hs_mac(uint8_t mac[LZBR_MAC_SIZE], const uint8_t *key, char role,
+		   const uint8_t *nonce_i, const uint8_t *nonce_a, const char *name_i,
+		   const char *name_a)
+{
+	static const char label[] = "lzchan-bridge v1";
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, key, LZBR_KEY_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, sizeof(label));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)&role, 1);
+	crypto_auth_hmacsha256_update(&st, nonce_i, LZBR_NONCE_SIZE);
+	crypto_auth_hmacsha256_update(&st, nonce_a, LZBR_NONCE_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_i, LZBR_NAME_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_a, LZBR_NAME_SIZE);
+	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+static void flush_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct conn *c = user_data;
+
+	c->inflight--;
+	if (status == UCS_OK)
+		c->flushed = true;
+	else if (c->state != C_CLOSING)
+		conn_fail(c, EIO, ucs_status_string(status));
+	ucp_request_free(request);
+}
+
+/* UCX 1.13's active messages can pass each other on a fresh endpoint:
+ * flush before the first message. */
+static void conn_flush(struct conn *c)
+{
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+		.user_data = c,
+	};
+	ucs_status_ptr_t req;
+
+	p.cb.send = flush_done;
+	req = ucp_ep_flush_nbx(c->ep, &p);
+	if (req == NULL)
+		c->flushed = true;
+	else if (UCS_PTR_IS_ERR(req))
+		conn_fail(c, EIO, ucs_status_string(UCS_PTR_STATUS(req)));
+	else
+		c->inflight++;
+}
+
+static const char *peer_name(const struct conn *c)
+{
+	return c->peer >= 0 ? br.conf.peers[c->peer].name : "(unknown peer)";
+}
+
+static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct conn *c = arg;
+
+	(void)ep;
+	c->force = true;
+	if (c->state != C_CLOSING)
+		conn_fail(c, ECONNRESET, ucs_status_string(status));
+}
+
+static struct conn *conn_new(bool initiator, int peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->initiator = initiator;
+	c->peer = peer;
+	c->inq_tail = &c->inq;
+	c->next_stream = 1;
+	c->deadline = now_ns() + HANDSHAKE_NS;
+	randombytes_buf(c->nonce, sizeof(c->nonce));
+	c->next = br.conns;
+	br.conns = c;
+	return c;
+}
+
+static void conn_connect(int peer)
+{
+	const struct lzbr_peer_conf *pc = &br.conf.peers[peer];
+	struct conn *c = conn_new(true, peer);
+	ucp_ep_params_t ep = {
+		.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+			      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	};
+	ucs_status_t st;
+
+	if (!c) {
+		say("peer %s: out of memory", pc->name);
+		return;
+	}
+	ep.sockaddr.addr = (const struct sockaddr *)&pc->addr;
+	ep.sockaddr.addrlen = pc->addr_len;
+	ep.err_handler.cb = ep_error;
+	ep.err_handler.arg = c;
+	c->state = C_HELLO_DUE;
+	br.out[peer] = c;
+	st = ucp_ep_create(br.worker, &ep, &c->ep);
+	if (st != UCS_OK) {
+		c->ep = NULL;
+		conn_fail(c, ECONNREFUSED, ucs_status_string(st));
+		return;
+	}
+	dbg("peer %s: connecting", pc->name);
+	conn_flush(c);
+}
+
+static void conn_request(ucp_conn_request_h req, void *arg)
+{
+	struct conn *c = conn_new(false, -1);
+	ucp_ep_params_t ep = {
+		.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+		.conn_request = req,
+		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	};
+	ucs_status_t st;
+
+	(void)arg;
+	if (!c) {
+		ucp_listener_reject(br.listener, req);
+		return;
+	}
+	ep.err_handler.cb = ep_error;
+	ep.err_handler.arg = c;
+	c->state = C_AWAIT_HELLO;
+	st = ucp_ep_create(br.worker, &ep, &c->ep);
+	if (st != UCS_OK) {
+		c->ep = NULL;
+		conn_fail(c, ECONNABORTED, ucs_status_string(st));
+		return;
+	}
+	dbg("a peer connects");
+	conn_flush(c);
+}
+
+/* ---------- streams in (acceptor) ---------- */
+
+static struct istream *istream_find(struct conn *c, uint32_t id)
+{
+	struct istream *s;
+
+	for (s = c->istreams; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+static void istream_free(struct conn *c, struct istream *s)
+{
+	struct istream **pp;
+	struct msgbuf *m;
+
+	for (pp = &c->istreams; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	while ((m = s->q)) {
+		s->q = m->next;
+		free(m);
+	}
+	/* Its lane ends: the receiver drains it, then sees end-of-stream. */
+	lzchan_close(s->tx);
+	free(s);
+}
+
+/* The stream is over here (@err: why, 0 after its END): tell the peer. */
+static void istream_end(struct conn *c, struct istream *s, int err)
+{
+	if (err) {
+		say("peer %s: stream %u into '%s' ends: %s", peer_name(c), s->id, s->channel,
+		    strerror(err));
+		conn_send(c, LZBR_ENDED, s->id, 0, (uint64_t)err, NULL, 0);
+	}
+	istream_free(c, s);
+}
+
+static void istream_open(struct conn *c, const struct lzbr_hdr *h, const struct lzbr_open *o)
+{
+	struct lzchan_geom g;
+	struct istream *s;
+	int r;
+
+	if (!lzbr_wire_name_ok(o->channel, sizeof(o->channel)) || o->pad ||
+	    istream_find(c, h->stream)) {
+		conn_fail(c, EPROTO, "a malformed OPEN");
+		return;
+	}
+	if (!lzbr_conf_allowed(&br.conf, c->peer, o->channel)) {
+		say("peer %s: refused: channel '%s' is not on its access list", peer_name(c),
+		    o->channel);
+		conn_send(c, LZBR_REFUSED, h->stream, 0, EACCES, NULL, 0);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		conn_send(c, LZBR_REFUSED, h->stream, 0, ENOMEM, NULL, 0);
+		return;
+	}
+	r = lzchan_open(&s->tx, o->channel, LZCHAN_SENDER, NULL);
+	if (!r)
+		r = lzchan_geometry(s->tx, &g);
+	if (r) {
+		say("peer %s: channel '%s': %s", peer_name(c), o->channel, strerror(-r));
+		if (s->tx)
+			lzchan_close(s->tx);
+		free(s);
+		conn_send(c, LZBR_REFUSED, h->stream, 0, (uint64_t)-r, NULL, 0);
+		return;
+	}
+	s->id = h->stream;
+	memcpy(s->channel, o->channel, sizeof(s->channel));
+	s->uid = o->uid;
+	s->pid = o->pid;
+	s->max_msg = g.max_msg;
+	s->expect = 1;
+	s->granted = br.conf.window;
+	s->qtail = &s->q;
+	s->next = c->istreams;
+	c->istreams = s;
+	say("peer %s: uid %u pid %d sends into '%s' (lane %u)", peer_name(c), o->uid, o->pid,
+	    o->channel, g.lane);
+	conn_send(c, LZBR_OPENED, s->id, s->max_msg, s->granted, NULL, 0);
+}
+
+/* Move queued messages into the local lane while it has room; return
+ * credit.  -1: the stream ended. */
+static int istream_pump(struct conn *c, struct istream *s)
+{
+	struct msgbuf *m;
+	int r;
+
+	while ((m = s->q)) {
+		r = lzchan_send(s->tx, m->data, m->h.len);
+		if (r == -EAGAIN) {
+			c->stalls++;
+			break;
+		}
+		if (r) {
+			istream_end(c, s, -r);
+			return -1;
+		}
+		s->q = m->next;
+		if (!s->q)
+			s->qtail = &s->q;
+		s->qbytes -= m->h.len;
+		s->owed += LZBR_COST(m->h.len);
+		s->msgs++;
+		s->bytes += m->h.len;
+		free(m);
+		br.work = true;
+	}
+	/* Credit back in quarters of the window, or whatever is owed once
+	 * the queue is empty. */
+	if (s->owed && (s->owed >= br.conf.window / 4 || !s->q)) {
+		conn_send(c, LZBR_CREDIT, s->id, 0, s->owed, NULL, 0);
+		s->granted += s->owed;
+		s->owed = 0;
+	}
+	if (!s->q && s->end_pending) {
+		dbg("peer %s: stream %u into '%s' ends after %llu messages", peer_name(c), s->id,
+		    s->channel, (unsigned long long)s->msgs);
+		istream_end(c, s, 0);
+		return -1;
+	}
+	return 0;
+}
+
+static void istream_data(struct conn *c, struct msgbuf *m)
+{
+	struct istream *s = istream_find(c, m->h.stream);
+	uint64_t cost = LZBR_COST(m->h.len);
+	int r;
+
+	if (!s || s->end_pending) {
+		/* One we refused or ended: its data may still be on the way. */
+		free(m);
+		return;
+	}
+	if (cost > s->granted) {
+		free(m);
+		conn_fail(c, EPROTO, "sent past its credit");
+		return;
+	}
+	s->granted -= cost;
+	if (m->h.seq != s->expect || m->h.len > s->max_msg) {
+		say("peer %s: stream %u into '%s': %s (seq %llu, expected %llu)", peer_name(c),
+		    s->id, s->channel, m->h.len > s->max_msg ? "message too long" :
+		    "out of sequence", (unsigned long long)m->h.seq,
+		    (unsigned long long)s->expect);
+		r = m->h.len > s->max_msg ? EMSGSIZE : EPROTO;
+		free(m);
+		istream_end(c, s, r);
+		return;
+	}
+	s->expect++;
+	m->next = NULL;
+	*s->qtail = m;
+	s->qtail = &m->next;
+	s->qbytes += m->h.len;
+	istream_pump(c, s);
+}
+
+static void istream_end_msg(struct conn *c, const struct lzbr_hdr *h)
+{
+	struct istream *s = istream_find(c, h->stream);
+
+	if (!s)
+		return;
+	if (h->seq != s->expect - 1) {
+		say("peer %s: stream %u into '%s' ended at seq %llu, %llu received: messages lost",
+		    peer_name(c), s->id, s->channel, (unsigned long long)h->seq,
+		    (unsigned long long)(s->expect - 1));
+		istream_end(c, s, EPROTO);
+		return;
+	}
+	if (h->arg == LZBR_CAUSE_LOST)
+		say("peer %s: the sender (uid %u pid %d) into '%s' died", peer_name(c), s->uid,
+		    s->pid, s->channel);
+	s->end_pending = true;
+	istream_pump(c, s);
+}
+
+/* ---------- streams out (initiator) ---------- */
+
+static struct route *route_of_stream(struct conn *c, uint32_t id, struct ostream **os)
+{
+	int i;
+	uint32_t l;
+
+	for (i = 0; i < br.conf.nroutes; i++) {
+		struct route *r = &br.routes[i];
+
+		if (r->conn != c || !r->rx)
+			continue;
+		for (l = 0; l < r->nlanes; l++)
+			if (r->lanes[l].id == id && r->lanes[l].state != OS_NONE) {
+				*os = &r->lanes[l];
+				return r;
+			}
+	}
+	return NULL;
+}
+
+static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
+{
+	struct ostream *os = NULL;
+	struct route *r = route_of_stream(c, h->stream, &os);
+	char why[96];
+
+	if (!r)
+		return;			/* a stream of a proxy since closed */
+	switch (h->type) {
+	case LZBR_OPENED:
+		if (os->state != OS_OPENING || !h->arg) {
+			conn_fail(c, EPROTO, "an unexpected OPENED");
+			return;
+		}
+		os->state = OS_OPEN;
+		os->credit = h->arg;
+		os->max_msg = h->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)h->seq;
+		break;
+	case LZBR_CREDIT:
+		if (os->state != OS_OPEN || os->credit + h->arg < os->credit) {
+			conn_fail(c, EPROTO, "an unexpected CREDIT");
+			return;
+		}
+		os->credit += h->arg;
+		break;
+	case LZBR_REFUSED:
+	case LZBR_ENDED:
+		snprintf(why, sizeof(why), "%s '%s' there: %s",
+			 h->type == LZBR_REFUSED ? "refused" : "ended by",
+			 r->rc->channel, strerror(h->arg < 4096 ? (int)h->arg : EPROTO));
+		route_down(r, why);
+		r->retry_at = now_ns() + PROXY_RETRY_NS;
+		return;
+	}
+	br.work = true;
+}
+
+/* The proxy for route @r, now that its peer is up. */
+static void route_up(struct route *r, struct conn *c)
+{
+	struct lzchan_geom g;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ret, fd;
+
+	ret = lzchan_open(&r->rx, r->rc->proxy, LZCHAN_RECEIVER | LZCHAN_CREATE, &r->rc->opts);
+	if (!ret)
+		ret = lzchan_geometry(r->rx, &g);
+	if (ret) {
+		say("proxy '%s': %s", r->rc->proxy, strerror(-ret));
+		goto fail;
+	}
+	r->nlanes = g.max_senders;
+	r->max_msg = g.max_msg;
+	r->lanes = calloc(r->nlanes, sizeof(*r->lanes));
+	fd = lzchan_event_fd(r->rx);
+	ev.data.ptr = r;
+	if (!r->lanes || fd < 0 || epoll_ctl(br.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		say("proxy '%s': %s", r->rc->proxy, !r->lanes ? "out of memory" :
+		    fd < 0 ? strerror(-fd) : strerror(errno));
+		goto fail;
+	}
+	r->conn = c;
+	r->blocked = false;
+	say("proxy '%s' open: senders there reach '%s' on %s", r->rc->proxy, r->rc->channel,
+	    br.conf.peers[r->rc->peer].name);
+	return;
+fail:
+	free(r->lanes);
+	r->lanes = NULL;
+	if (r->rx) {
+		lzchan_close(r->rx);
+		lzchan_unlink(r->rc->proxy);
+	}
+	r->rx = NULL;
+	r->retry_at = now_ns() + PROXY_RETRY_NS;
+}
+
+/* The proxy goes (its peer went, or refused): its senders get -EPIPE, and
+ * the name goes with it until the peer is back. */
+static void route_down(struct route *r, const char *why)
+{
+	uint32_t l;
+
+	if (!r->rx)
+		return;
+	say("proxy '%s' closed: %s", r->rc->proxy, why);
+	for (l = 0; l < r->nlanes; l++)
+		if (r->lanes[l].has_pend)
+			lzchan_release(r->rx, &r->lanes[l].pend);
+	epoll_ctl(br.epfd, EPOLL_CTL_DEL, lzchan_event_fd(r->rx), NULL);
+	lzchan_unlink(r->rc->proxy);
+	lzchan_close(r->rx);
+	r->rx = NULL;
+	free(r->lanes);
+	r->lanes = NULL;
+	r->conn = NULL;
+}
+
+/* Forward what the proxy's lanes hold, as far as credit goes. */
+static void route_pump(struct route *r)
+{
+	struct conn *c = r->conn;
+	uint32_t l;
+
+	r->blocked = false;
+	if (c->err)
+		return;
+	for (l = 0; l < r->nlanes && r->rx; l++) {
+		struct ostream *os = &r->lanes[l];
+
+		for (;;) {
+			if (!os->has_pend && !os->eos) {
+				int ret = lzchan_peek_lane(r->rx, l, &os->pend);
+
+				if (ret == -EAGAIN || (ret == -EBADMSG && os->broken))
+					break;
+				if (ret == -EPIPE && os->broken) {
+					os->broken = false;	/* its END went already */
+					br.work = true;
+					continue;
+				}
+				if (ret == 0) {
+					os->has_pend = true;
+				} else {
+					/* -EPIPE: its sender left; -EBADMSG: its
+					 * lane held garbage, abandoned (as lost)
+					 * until that sender goes. */
+					os->eos = true;
+					os->broken = ret == -EBADMSG;
+					os->cause = ret == -EPIPE &&
+						    lzchan_end_cause(r->rx, l) != LZCHAN_END_LOST ?
+						    LZBR_CAUSE_CLOSED : LZBR_CAUSE_LOST;
+				}
+				br.work = true;
+			}
+			if (os->state == OS_NONE) {
+				struct lzbr_open o = { .pid = -1, .uid = (uint32_t)-1 };
+
+				if (!os->has_pend) {
+					os->eos = false;	/* came and went, silent */
+					continue;
+				}
+				memcpy(o.channel, r->rc->channel, sizeof(o.channel));
+				lzchan_peer(r->rx, l, &o.pid, &o.uid, NULL);
+				o.max_msg = r->max_msg;
+				os->id = c->next_stream++;
+				if (!c->next_stream)
+					c->next_stream = 1;
+				os->state = OS_OPENING;
+				os->seq = 0;
+				conn_send(c, LZBR_OPEN, os->id, 0, 0, &o, sizeof(o));
+				r->blocked = true;
+				break;
+			}
+			if (os->state == OS_OPENING) {
+				r->blocked = true;
+				break;
+			}
+			if (os->has_pend) {
+				uint64_t cost = LZBR_COST(os->pend.len);
+
+				if (os->pend.len > os->max_msg) {
+					route_down(r, "a message longer than the channel there takes");
+					r->retry_at = now_ns() + PROXY_RETRY_NS;
+					return;
+				}
+				if (cost > os->credit) {
+					c->stalls++;
+					r->blocked = true;
+					break;
+				}
+				os->credit -= cost;
+				conn_send(c, LZBR_DATA, os->id, ++os->seq, 0, os->pend.data,
+					  os->pend.len);
+				lzchan_release(r->rx, &os->pend);
+				os->has_pend = false;
+				br.work = true;
+				continue;
+			}
+			/* os->eos: the END, after its last message. */
+			conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0);
+			{
+				bool broken = os->broken;
+
+				memset(os, 0, sizeof(*os));
+				os->broken = broken;
+			}
+			br.work = true;
+		}
+	}
+}
+
+/* ---------- connections ---------- */
+
+static void conn_fail(struct conn *c, int err, const char *why)
+{
+	if (c->state == C_CLOSING || c->err)
+		return;
+	c->err = err ? err : EIO;
+	say("peer %s: connection closed: %s", peer_name(c), why);
+}
+
+static void ep_close_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct conn *c = user_data;
+
+	(void)status;
+	c->closed = true;
+	ucp_request_free(request);
+}
+
+/* Close @c's endpoint (flushed when clean) and everything that rode it. */
+static void conn_close(struct conn *c)
+{
+	ucp_request_param_t p = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = c->force ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+		.user_data = c,
+	};
+	ucs_status_ptr_t req;
+	int i;
+
+	for (i = 0; i < br.conf.nroutes; i++)
+		if (br.routes[i].conn == c) {
+			route_down(&br.routes[i], "its peer's connection closed");
+			br.routes[i].retry_at = 0;
+		}
+	while (c->istreams)
+		istream_free(c, c->istreams);
+	if (c->initiator && c->peer >= 0 && br.out[c->peer] == c) {
+		br.out[c->peer] = NULL;
+		br.reconnect_at[c->peer] = now_ns() + RECONNECT_NS;
+	}
+	c->state = C_CLOSING;
+	if (!c->ep) {
+		c->closed = true;
+		return;
+	}
+	p.cb.send = ep_close_done;
+	req = ucp_ep_close_nbx(c->ep, &p);
+	if (req == NULL || UCS_PTR_IS_ERR(req))
+		c->closed = true;
+}
+
+static void conn_error(struct conn *c, int err, const char *why)
+{
+	conn_send(c, LZBR_ERROR, 0, 0, (uint64_t)err, NULL, 0);
+	conn_fail(c, err, why);
+}
+
+static void conn_up(struct conn *c)
+{
+	int i;
+
+	c->state = C_UP;
+	say("peer %s: %s", peer_name(c), c->initiator ? "connected" : "accepted");
+	if (!c->initiator)
+		return;
+	for (i = 0; i < br.conf.nroutes; i++)
+		if (br.routes[i].rc->peer == c->peer && !br.routes[i].rx)
+			route_up(&br.routes[i], c);
+}
+
+/* One received message, in order. */
+static void conn_handle(struct conn *c, struct msgbuf *m)
+{
+	const uint8_t *key;
+	uint8_t mac[LZBR_MAC_SIZE];
+	bool keep = false;
+
+	switch (m->h.type) {
+	case LZBR_HELLO: {
+		const struct lzbr_hello *hi = (const void *)m->data;
+		struct lzbr_challenge ch;
+
+		memset(&ch, 0, sizeof(ch));
+
+		if (c->initiator || c->state != C_AWAIT_HELLO ||
+		    !lzbr_wire_name_ok(hi->name, sizeof(hi->name))) {
+			conn_error(c, EPROTO, "an unexpected HELLO");
+			break;
+		}
+		c->peer = lzbr_conf_peer(&br.conf, hi->name);
+		key = lzbr_conf_key(&br.conf, c->peer);
+		if (c->peer < 0 || !key) {
+			say("a bridge calling itself '%s' is not a configured peer", hi->name);
+			c->peer = -1;
+			conn_error(c, EACCES, "refused");
+			break;
+		}
+		memcpy(c->their_nonce, hi->nonce, sizeof(c->their_nonce));
+		memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+		memcpy(ch.name, br.conf.name, sizeof(ch.name));
+		hs_mac(ch.mac, key, 'A', c->their_nonce, c->nonce, hi->name, br.conf.name);
+		c->state = C_CHALLENGED;
+		conn_send(c, LZBR_CHALLENGE, 0, 0, 0, &ch, sizeof(ch));
+		break;
+	}
+	case LZBR_CHALLENGE: {
+		const struct lzbr_challenge *ch = (const void *)m->data;
+		struct lzbr_auth au;
+
+		if (!c->initiator || c->state != C_HELLO_SENT) {
+			conn_error(c, EPROTO, "an unexpected CHALLENGE");
+			break;
+		}
+		key = lzbr_conf_key(&br.conf, c->peer);
+		hs_mac(mac, key, 'A', c->nonce, ch->nonce, br.conf.name,
+		       br.conf.peers[c->peer].name);
+		if (memcmp(ch->name, br.conf.peers[c->peer].name, LZBR_NAME_SIZE) ||
+		    crypto_verify_32(mac, ch->mac)) {
+			conn_error(c, EACCES, "the peer could not prove it holds the key "
+				   "(or is not who it should be)");
+			break;
+		}
+		hs_mac(au.mac, key, 'I', c->nonce, ch->nonce, br.conf.name,
+		       br.conf.peers[c->peer].name);
+		c->state = C_AUTH_SENT;
+		conn_send(c, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
+		break;
+	}
+	case LZBR_AUTH: {
+		const struct lzbr_auth *au = (const void *)m->data;
+
+		if (c->initiator || c->state != C_CHALLENGED) {
+			conn_error(c, EPROTO, "an unexpected AUTH");
+			break;
+		}
+		hs_mac(mac, lzbr_conf_key(&br.conf, c->peer), 'I', c->their_nonce, c->nonce,
+		       br.conf.peers[c->peer].name, br.conf.name);
+		if (crypto_verify_32(mac, au->mac)) {
+			say("peer %s: wrong key", peer_name(c));
+			conn_error(c, EACCES, "refused: wrong key");
+			break;
+		}
+		conn_send(c, LZBR_WELCOME, 0, 0, 0, NULL, 0);
+		conn_up(c);
+		break;
+	}
+	case LZBR_WELCOME:
+		if (!c->initiator || c->state != C_AUTH_SENT) {
+			conn_error(c, EPROTO, "an unexpected WELCOME");
+			break;
+		}
+		conn_up(c);
+		break;
+	case LZBR_ERROR:
+		conn_fail(c, m->h.arg && m->h.arg < 4096 ? (int)m->h.arg : EPROTO,
+			  m->h.arg == EACCES ? "the peer refused us (wrong key, or not its peer)" :
+			  "the peer reported an error");
+		break;
+	default:
+		if (c->state != C_UP) {
+			conn_error(c, EPROTO, "a stream message before the handshake");
+			break;
+		}
+		if (c->initiator) {
+			if (m->h.type == LZBR_OPENED || m->h.type == LZBR_CREDIT ||
+			    m->h.type == LZBR_REFUSED || m->h.type == LZBR_ENDED)
+				ostream_reply(c, &m->h);
+			else
+				conn_error(c, EPROTO, "a message only an initiator sends");
+			break;
+		}
+		switch (m->h.type) {
+		case LZBR_OPEN:
+			istream_open(c, &m->h, (const void *)m->data);
+			break;
+		case LZBR_DATA:
+			istream_data(c, m);
+			keep = true;		/* queued, or freed there */
+			break;
+		case LZBR_END:
+			istream_end_msg(c, &m->h);
+			break;
+		default:
+			conn_error(c, EPROTO, "a message only an acceptor sends");
+		}
+	}
+	if (!keep)
+		free(m);
+}
+
+static void conn_step(struct conn *c)
+{
+	struct msgbuf *m;
+	struct istream *s, *next;
+
+	if (c->state == C_CLOSING)
+		return;
+	if (c->initiator && c->state == C_HELLO_DUE && c->flushed && !c->err) {
+		struct lzbr_hello hi;
+
+		memcpy(hi.nonce, c->nonce, sizeof(hi.nonce));
+		memcpy(hi.name, br.conf.name, sizeof(hi.name));
+		c->state = C_HELLO_SENT;
+		conn_send(c, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
+		br.work = true;
+	}
+	while (!c->err && (m = c->inq) && !m->pending) {
+		c->inq = m->next;
+		if (!c->inq)
+			c->inq_tail = &c->inq;
+		c->inq_bytes -= sizeof(*m) + m->h.len;
+		c->msgs_in++;
+		c->bytes_in += m->h.len;
+		br.work = true;
+		if (m->failed) {
+			free(m);
+			conn_fail(c, EIO, "a message's data did not arrive");
+			break;
+		}
+		/* The acceptor answers only once its flush is done. */
+		if (!c->initiator && !c->flushed) {
+			c->inq = m;
+			if (!m->next)
+				c->inq_tail = &m->next;
+			c->inq_bytes += sizeof(*m) + m->h.len;
+			break;
+		}
+		conn_handle(c, m);
+	}
+	for (s = c->istreams; s && !c->err; s = next) {
+		next = s->next;
+		if (s->q)
+			istream_pump(c, s);
+	}
+	if (!c->err && c->state != C_UP && now_ns() > c->deadline)
+		conn_fail(c, ETIMEDOUT, "the handshake did not finish in time");
+	if (c->err)
+		conn_close(c);
+}
+
+static void conn_reap(void)
+{
+	struct conn **pp = &br.conns, *c;
+	struct msgbuf *m;
+
+	while ((c = *pp)) {
+		if (c->state == C_CLOSING && c->closed && !c->inflight &&
+		    (!c->inq || !c->inq->pending)) {
+			*pp = c->next;
+			while ((m = c->inq)) {
+				if (m->pending)
+					break;
+				c->inq = m->next;
+				free(m);
+			}
+			if (!c->inq)
+				free(c);
+			continue;
+		}
+		pp = &c->next;
+	}
+}
+
+/* ---------- the loop ---------- */
+
+static int setup(void)
+{
+	ucp_params_t up = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES,
+		.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+	};
+	ucp_worker_params_t wp = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucp_am_handler_param_t ap = {
+		.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+			      UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+		.id = LZBR_AM_ID,
+		.flags = UCP_AM_FLAG_WHOLE_MSG,
+		.cb = am_recv,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	ucp_config_t *cfg;
+	ucs_status_t st;
+	sigset_t sigs;
+	int i;
+
+	st = ucp_config_read(NULL, NULL, &cfg);
+	if (st == UCS_OK) {
+		st = ucp_init(&up, cfg, &br.ctx);
+		ucp_config_release(cfg);
+	}
+	if (st == UCS_OK)
+		st = ucp_worker_create(br.ctx, &wp, &br.worker);
+	if (st == UCS_OK)
+		st = ucp_worker_get_efd(br.worker, &br.efd);
+	if (st == UCS_OK)
+		st = ucp_worker_set_am_recv_handler(br.worker, &ap);
+	if (st != UCS_OK) {
+		say("UCX: %s", ucs_status_string(st));
+		return -1;
+	}
+	if (br.conf.has_listen) {
+		ucp_listener_params_t lp = {
+			.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+				      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+			.sockaddr = { .addr = (const struct sockaddr *)&br.conf.listen,
+				      .addrlen = br.conf.listen_len },
+			.conn_handler = { .cb = conn_request },
+		};
+
+		st = ucp_listener_create(br.worker, &lp, &br.listener);
+		if (st != UCS_OK) {
+			say("cannot listen: %s", ucs_status_string(st));
+			return -1;
+		}
+	}
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	br.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	br.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (br.sigfd < 0 || br.epfd < 0 ||
+	    epoll_ctl(br.epfd, EPOLL_CTL_ADD, br.efd, &ev) < 0 ||
+	    (ev.data.ptr = &br.sigfd, epoll_ctl(br.epfd, EPOLL_CTL_ADD, br.sigfd, &ev)) < 0) {
+		say("epoll: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < br.conf.nroutes; i++)
+		br.routes[i].rc = &br.conf.routes[i];
+	return 0;
+}
+
+static void step(void)
+{
+	struct conn *c, *next;
+	uint64_t now = now_ns();
+	int i;
+
+	for (i = 0; i < br.conf.npeers; i++) {
+		bool wanted = false;
+		int k;
+
+		for (k = 0; k < br.conf.nroutes; k++)
+			wanted |= br.conf.routes[k].peer == i;
+		if (wanted && !br.out[i] && now >= br.reconnect_at[i] && !br.stop)
+			conn_connect(i);
+	}
+	for (c = br.conns; c; c = next) {
+		next = c->next;
+		conn_step(c);
+	}
+	for (i = 0; i < br.conf.nroutes; i++) {
+		struct route *r = &br.routes[i];
+		struct conn *up = br.out[r->rc->peer];
+
+		if (!r->rx && up && up->state == C_UP && now >= r->retry_at && !br.stop)
+			route_up(r, up);
+		if (r->rx)
+			route_pump(r);
+	}
+	conn_reap();
+}
+
+/* How long the loop may sleep (ms; -1: until an event). */
+static int sleep_ms(void)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+	struct conn *c;
+	struct istream *s;
+	int i;
+
+	for (c = br.conns; c; c = c->next) {
+		if (c->state != C_UP && c->state != C_CLOSING && c->deadline < next)
+			next = c->deadline;
+		for (s = c->istreams; s; s = s->next)
+			if (s->q)
+				return QUEUE_RETRY_MS;
+	}
+	for (i = 0; i < br.conf.nroutes; i++) {
+		if (br.routes[i].rx && br.routes[i].blocked)
+			return BLOCKED_MS;
+		if (!br.routes[i].rx && br.routes[i].retry_at > now && br.routes[i].retry_at < next)
+			next = br.routes[i].retry_at;
+	}
+	for (i = 0; i < br.conf.npeers; i++)
+		if (!br.out[i] && br.reconnect_at[i] > now && br.reconnect_at[i] < next)
+			next = br.reconnect_at[i];
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now) / 1000000 + 1);
+}
+
+static bool all_closed(void)
+{
+	return !br.conns;
+}
+
+static int loop(void)
+{
+	struct epoll_event evs[16];
+	uint64_t stop_deadline = 0;
+	int i, n, r;
+
+	for (;;) {
+		br.work = false;
+		while (ucp_worker_progress(br.worker))
+			br.work = true;
+		step();
+		if (br.stop) {
+			struct conn *c;
+
+			if (!stop_deadline) {
+				for (i = 0; i < br.conf.nroutes; i++)
+					route_down(&br.routes[i], "the bridge stops");
+				for (c = br.conns; c; c = c->next)
+					if (c->state != C_CLOSING)
+						conn_close(c);
+				stop_deadline = now_ns() + 2000000000ULL;
+			}
+			if (all_closed() || now_ns() > stop_deadline)
+				return 0;
+		}
+		if (br.work)
+			continue;
+		if (ucp_worker_arm(br.worker) == UCS_ERR_BUSY)
+			continue;
+		for (i = 0; i < br.conf.nroutes; i++) {
+			struct route *rt = &br.routes[i];
+
+			if (rt->rx && !rt->blocked && (r = lzchan_arm(rt->rx)) < 0) {
+				if (r != -EAGAIN)
+					say("proxy '%s': arm: %s", rt->rc->proxy, strerror(-r));
+				br.work = true;
+			}
+		}
+		if (br.work)
+			continue;
+		n = epoll_wait(br.epfd, evs, 16, br.stop ? 10 : sleep_ms());
+		for (i = 0; i < n; i++)
+			if (evs[i].data.ptr == &br.sigfd) {
+				struct signalfd_siginfo si;
+
+				while (read(br.sigfd, &si, sizeof(si)) == sizeof(si))
+					br.stop = true;
+				if (br.stop)
+					say("stopping");
+			}
+	}
+}
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: lzchan-bridged [-v] -c CONFIG\n"
+		"       lzchan-bridged --check -c CONFIG\n"
+		"Carries lzchan channels to and from other hosts over UCX (lzchan-bridged(8)).\n"
+		"  -c, --config FILE   the configuration (default /etc/lzchan/bridged.conf)\n"
+		"  --check             read the configuration, say what is wrong, exit\n"
+		"  -v, --verbose       say more\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *config = "/etc/lzchan/bridged.conf";
+	bool check = false;
+	char err[512];
+	int c, i, ret;
+
+	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'C':
+			check = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (sodium_init() < 0) {
+		say("libsodium failed to initialise");
+		return 1;
+	}
+	if (lzbr_conf_load(&br.conf, config, err, sizeof(err))) {
+		say("%s", err);
+		return 2;
+	}
+	if (check) {
+		printf("%s: bridge '%s', %d peers, %d routes, %d access entries\n", config,
+		       br.conf.name, br.conf.npeers, br.conf.nroutes, br.conf.nallows);
+		return 0;
+	}
+	if (setup())
+		return 1;
+	say("bridge '%s' up%s", br.conf.name, br.conf.has_listen ? ", listening" : "");
+	ret = loop();
+	for (i = 0; i < br.conf.nroutes; i++)
+		route_down(&br.routes[i], "the bridge stops");
+	if (br.listener)
+		ucp_listener_destroy(br.listener);
+	ucp_worker_destroy(br.worker);
+	ucp_cleanup(br.ctx);
+	return ret;
+}
