@@ -37,6 +37,8 @@ enum {
 struct __lzchan_rxwatch {
 	uint64_t closed_held_ns;	/* shm: CLOSED said, lock found held */
 	uint64_t held_departures;	/* hdr->departures before that look */
+	uint32_t hup_looks;		/* shm: looks owed at its lock after its
+					 * connection hung up (__lzchan_rx_hup_look) */
 	int end_cause;			/* LZCHAN_END_* of the last end reported */
 	uint64_t stall_ns;		/* 0, or since when the sender claims more
 					 * than is ready at stall_pos */
@@ -134,6 +136,8 @@ struct lzchan {
 	int *conn;			/* receiver: per lane, the sender's, or -1 */
 	uint32_t *conn_gen;		/* receiver: per lane, its generation */
 	struct ucred *cred;		/* receiver: per lane, from SO_PEERCRED */
+	int hupfd;			/* receiver: timerfd in the set, for the
+					 * looks owed after a hang-up (shm) */
 	int wakefd;			/* receiver: eventfd in the set, for
 					 * lzchan_wake(), or -1 */
 #define LZCHAN_SOCK_PENDING	16
@@ -211,6 +215,7 @@ int __lzchan_sock_ring(struct lzchan *ch);
 void __lzchan_rx_init_lanes(struct lzchan *ch);
 void __lzchan_rx_publish_all(struct lzchan *ch);
 bool __lzchan_rx_pending(struct lzchan *ch);
+bool __lzchan_rx_hup_look(struct lzchan *ch, uint32_t lane);
 void __lzchan_tx_init(struct lzchan *ch);
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
 

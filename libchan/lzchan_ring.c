@@ -1133,6 +1133,27 @@ static bool __lz_rx_liveness(struct lzchan *ch, uint32_t i)
 	return true;		/* a system call was made */
 }
 
+/*
+ * shm: lane @i's sender hung up its connection to our socket: it closed,
+ * or died.  A death leaves its status ATTACHED, and only its lock tells;
+ * look now (the event loop that woke for the hang-up may not look again
+ * until something else wakes it).  True while the status still says
+ * ATTACHED: the sender lives on, or is dying and has not yet closed the
+ * channel file -- the caller looks again a little later.
+ */
+bool __lzchan_rx_hup_look(struct lzchan *ch, uint32_t i)
+{
+	/* Pairs with the release store of the lane status (the sender's
+	 * close, a claimer's or our liveness CAS). */
+	if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.lanes[i].info->status)) !=
+	    LZCHAN_LANE_ATTACHED)
+		return false;
+	__lz_rx_liveness(ch, i);
+	/* As above: the CAS in __lz_rx_liveness() stored CLOSED if dead. */
+	return LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.lanes[i].info->status)) ==
+	       LZCHAN_LANE_ATTACHED;
+}
+
 /* An end of stream is being reported for lane @i's sender of @gen: how
  * did it leave (lzchan_end_cause())? */
 static void __lz_rx_ended(struct lzchan *ch, uint32_t i, uint32_t gen)

@@ -36,6 +36,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -46,6 +47,12 @@
  * clear); the others have bit 63 set. */
 #define TAG_LISTEN	UINT64_MAX	/* the listening socket */
 #define TAG_WAKE	(UINT64_MAX - 1)	/* the wake eventfd */
+#define TAG_HUP		(UINT64_MAX - 2)	/* the hang-up timerfd */
+/* After a sender's connection hangs up with its lane still ATTACHED, its
+ * lock is looked at again this often, this many times (a dying process
+ * closes the channel file just after the socket). */
+#define HUP_RETRY_NS	10000000L
+#define HUP_LOOKS	20
 #define TAG_PENDING	(1ULL << 63)	/* | fd: accepted, no hello yet */
 #define RETRY_NS	1000000ULL	/* a sender retries connecting after 1 ms */
 /* A connection with no hello after this long is dropped: an honest sender
@@ -152,6 +159,11 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	ev.data.u64 = TAG_WAKE;
 	if (ch->wakefd < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->wakefd, &ev) < 0)
 		return -errno;
+	/* A hang-up's later looks (__lz_sock_hup()) wake the event fd. */
+	ch->hupfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	ev.data.u64 = TAG_HUP;
+	if (ch->hupfd < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->hupfd, &ev) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -177,6 +189,9 @@ void __lzchan_sock_close(struct lzchan *ch)
 	if (ch->wakefd >= 0)
 		close(ch->wakefd);
 	ch->wakefd = -1;
+	if (ch->hupfd >= 0)
+		close(ch->hupfd);
+	ch->hupfd = -1;
 	if (ch->sock >= 0)
 		close(ch->sock);
 	ch->sock = -1;
@@ -271,6 +286,32 @@ out:
 	return ok;
 }
 
+/*
+ * Senders whose connection hung up while their lane said ATTACHED: look at
+ * their locks (__lzchan_rx_hup_look()), and while any look is still owed,
+ * set the timer that wakes the event fd for the next.  A dead sender's end
+ * is then found even by an event loop that sleeps until its fd fires.
+ */
+static void __lz_sock_hup(struct lzchan *ch)
+{
+	struct itimerspec its = { .it_value.tv_nsec = HUP_RETRY_NS };
+	bool owed = false;
+	uint32_t i;
+
+	for (i = 0; i < ch->f.max_senders; i++) {
+		struct __lzchan_rxwatch *w = &ch->watch[i];
+
+		if (!w->hup_looks)
+			continue;
+		if (__lzchan_rx_hup_look(ch, i) && --w->hup_looks)
+			owed = true;
+		else
+			w->hup_looks = 0;
+	}
+	if (owed && ch->hupfd >= 0)
+		timerfd_settime(ch->hupfd, 0, &its, NULL);
+}
+
 /* Take new connections and hellos, and drain the wake bytes. */
 void __lzchan_sock_service(struct lzchan *ch)
 {
@@ -279,6 +320,7 @@ void __lzchan_sock_service(struct lzchan *ch)
 	int n, k, fd, said;
 	uint32_t lane, i;
 	uint64_t now;
+	bool hup = false;
 
 	if (ch->lsock < 0)
 		return;
@@ -298,7 +340,13 @@ void __lzchan_sock_service(struct lzchan *ch)
 		for (k = 0; k < n; k++) {
 			uint64_t tag = evs[k].data.u64;
 
-			if (tag == TAG_WAKE) {
+			if (tag == TAG_HUP) {
+				uint64_t cnt;
+
+				if (read(ch->hupfd, &cnt, sizeof(cnt)) < 0)
+					(void)0;	/* drained already: fine */
+				hup = true;
+			} else if (tag == TAG_WAKE) {
 				uint64_t cnt;
 
 				if (read(ch->wakefd, &cnt, sizeof(cnt)) < 0)
@@ -345,6 +393,8 @@ void __lzchan_sock_service(struct lzchan *ch)
 				if (evs[k].events & (EPOLLHUP | EPOLLERR)) {
 					__lz_sock_drop(ch, ch->conn[lane]);
 					ch->conn[lane] = -1;
+					ch->watch[lane].hup_looks = HUP_LOOKS;
+					hup = true;
 					continue;
 				}
 				while (recv(ch->conn[lane], junk, sizeof(junk), MSG_DONTWAIT) > 0)
@@ -352,6 +402,8 @@ void __lzchan_sock_service(struct lzchan *ch)
 			}
 		}
 	} while (n == 32);
+	if (hup)
+		__lz_sock_hup(ch);
 }
 
 /* Who is on @lane, as the kernel told us at its hello. */

@@ -1016,6 +1016,68 @@ TEST(wait_for_channel_and_receiver)
  * A clean close and a crash both end a stream with -EPIPE;
  * lzchan_end_cause() tells them apart, for senders and for the receiver.
  */
+/*
+ * A receiver that reads one lane at a time (lzchan_peek_lane()) and sleeps
+ * on its event fd, as an event loop does: a sender killed wakes it, and the
+ * next look reports its end.  (On shm a death shows only in the sender's
+ * lock; the hang-up of its connection woke the loop once, and the library
+ * dropped it without looking at the lock: the loop slept on.)
+ */
+TEST(per_lane_receiver_sees_a_killed_sender)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("lanedeath");
+	struct lzchan_msg m;
+	struct lzchan *rx;
+	int ready[2], st, k, r = 0, slept = 0;
+	pid_t pid;
+	char b;
+
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *t;
+
+		if (lzchan_open(&t, name, LZCHAN_SENDER, NULL) || lzchan_send(t, "m", 1) ||
+		    write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, lzchan_peek_lane(rx, 0, &m));
+	EXPECT_EQ(1, m.len);
+	lzchan_release(rx, &m);
+	/* Armed (which looks at the senders' locks, at most every 10 ms)
+	 * just before the death: the next arm's look is then not due. */
+	for (k = 0; k < 100 && lzchan_arm(rx) == -EAGAIN; k++)
+		EXPECT_EQ(-EAGAIN, lzchan_peek_lane(rx, 0, &m));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	/* An event loop: poll the lane, arm, sleep until the fd fires (10 s
+	 * stands for "for ever": nothing else will wake it). */
+	for (k = 0; k < 50; k++) {
+		struct pollfd pf = { .fd = lzchan_event_fd(rx), .events = POLLIN };
+
+		r = lzchan_peek_lane(rx, 0, &m);
+		if (r != -EAGAIN)
+			break;
+		if (lzchan_arm(rx) == 0 && poll(&pf, 1, 10000) == 0)
+			slept++;
+	}
+	EXPECT_EQ(-EPIPE, r) TH_LOG("no end after %d polls of the lane", k);
+	EXPECT_EQ(0, slept) TH_LOG("the fd did not fire for the death");
+	r = lzchan_end_cause(rx, 0);
+	if (r != LZCHAN_END_UNKNOWN)
+		EXPECT_EQ(LZCHAN_END_LOST, r);
+	close(ready[0]);
+	close(ready[1]);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
 TEST(clean_close_or_crash)
 {
 	struct lzchan_opts o = lz_opts(64, 64, 2);
