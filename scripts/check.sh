@@ -53,6 +53,8 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_dkms bash ./lzchan_dkms.sh "$top" "$CACHE"
 	suite host/lzchan_docs sh ./lzchan_docs.sh "$top"
 	suite host/lzchan_bench sh ./lzchan_bench.sh "$top/tools/lzchan-bench"
+	# The bridge between hosts: three network namespaces, UCX over TCP.
+	suite host/lzchan_bridge bash ./lzchan_bridge.sh "$top"
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
 	done

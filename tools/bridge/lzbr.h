@@ -11,7 +11,6 @@
 
 #include "lzbr_wire.h"
 
-#define LZBR_KEY_SIZE		32
 #define LZBR_MAX_PEERS		64
 #define LZBR_MAX_ROUTES		256
 #define LZBR_MAX_ALLOWS		1024
@@ -57,6 +56,10 @@ struct lzbr_conf {
 
 /* Read @path into @c: 0, or -1 with the reason (and line) in @err. */
 int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errlen);
+
+/* A key file's bytes, hashed to LZBR_KEY_SIZE; -1 with the reason in
+ * @why for a file others may read, or one under 32 bytes. */
+int lzbr_conf_read_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, size_t whylen);
 
 /* The key a peer must prove it holds, or NULL (none configured). */
 const uint8_t *lzbr_conf_key(const struct lzbr_conf *c, int peer);

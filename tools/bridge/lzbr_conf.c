@@ -100,7 +100,7 @@ int lzbr_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 
 /* The key file's bytes, hashed to LZBR_KEY_SIZE: a file readable by anyone
  * but its owner is refused, as is one under 32 bytes. */
-static int conf_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, size_t whylen)
+int lzbr_conf_read_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, size_t whylen)
 {
 	unsigned char buf[LZBR_KEY_FILE_MAX];
 	struct stat st;
@@ -186,10 +186,15 @@ bool lzbr_conf_allowed(const struct lzbr_conf *c, int peer, const char *channel)
 {
 	int i;
 
-	for (i = 0; i < c->nallows; i++)
-		if (c->allows[i].peer == peer &&
-		    (!strcmp(c->allows[i].channel, "*") || !strcmp(c->allows[i].channel, channel)))
+	for (i = 0; i < c->nallows; i++) {
+		if (c->allows[i].peer != peer)
+			continue;
+		/* "*" is every channel but a proxy (NAME@PEER): a peer must
+		 * not relay through us to a third bridge unless named. */
+		if (!strcmp(c->allows[i].channel, "*") ? !strchr(channel, '@') :
+		    !strcmp(c->allows[i].channel, channel))
 			return true;
+	}
 	return false;
 }
 
@@ -238,7 +243,7 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 			}
 			c->has_listen = true;
 		} else if (!strcmp(w[0], "key") && nw == 2) {
-			if (conf_key(w[1], c->key, why, sizeof(why))) {
+			if (lzbr_conf_read_key(w[1], c->key, why, sizeof(why))) {
 				conf_fail(err, errlen, path, lineno, "%s", why);
 				goto out;
 			}
@@ -265,7 +270,7 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 			}
 			for (i = 2; i < nw; i++) {
 				if (!strncmp(w[i], "key=", 4)) {
-					if (conf_key(w[i] + 4, p->key, why, sizeof(why))) {
+					if (lzbr_conf_read_key(w[i] + 4, p->key, why, sizeof(why))) {
 						conf_fail(err, errlen, path, lineno, "%s", why);
 						goto out;
 					}

@@ -37,6 +37,10 @@
 #define QUEUE_RETRY_MS		1		/* a full local lane: look again */
 #define BLOCKED_MS		10		/* a proxy waiting for credit */
 #define INQ_SLACK		(1U << 20)	/* received, not yet processed */
+#define HANDSHAKE_INQ		4096		/* ... before the handshake */
+#define MAX_HALF_OPEN		64		/* connections not yet through it */
+#define INFLIGHT_MAX		(16U << 20)	/* bytes UCX holds for one peer */
+#define CREDIT_MAX		(1ULL << 30)	/* the most credit we believe */
 
 static int verbose;
 
@@ -98,6 +102,8 @@ struct istream {
 	int32_t pid;
 	uint32_t max_msg;
 	uint64_t expect;		/* the next DATA's seq */
+	uint64_t window;		/* its credit: the window, or one
+					 * message of max_msg if that is more */
 	uint64_t granted;		/* bytes the peer may still send */
 	uint64_t owed;			/* bytes delivered, credit not yet returned */
 	struct msgbuf *q, **qtail;	/* arrived, the local lane was full */
@@ -118,6 +124,8 @@ struct conn {
 	struct msgbuf *inq, **inq_tail;
 	uint64_t inq_bytes;
 	unsigned int inflight;		/* sends UCX holds */
+	uint64_t inflight_bytes;	/* ... and their bytes */
+	unsigned int peak_streams;	/* the most istreams open at once */
 	bool closed;			/* the ep close completed */
 	bool force;			/* the transport failed: no flush at close */
 	int err;			/* why it goes (0: a clean close) */
@@ -150,7 +158,8 @@ struct route {
 	struct ostream *lanes;
 	uint32_t nlanes;
 	uint32_t max_msg;		/* the proxy's */
-	bool blocked;			/* a lane waits for OPENED or credit */
+	bool blocked;
+	bool fd_off;			/* its event fd out of epoll's set */			/* a lane waits for OPENED or credit */
 	uint64_t retry_at;
 };
 
@@ -179,6 +188,7 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 	struct conn *c = sb->conn;
 
 	c->inflight--;
+	c->inflight_bytes -= sb->h.len;
 	if (status != UCS_OK && status != UCS_ERR_CANCELED && c->state != C_CLOSING) {
 		c->force = true;
 		conn_fail(c, EIO, ucs_status_string(status));
@@ -224,6 +234,7 @@ static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq
 		return -EIO;
 	} else {
 		c->inflight++;
+		c->inflight_bytes += len;
 	}
 	c->msgs_out++;
 	c->bytes_out += len;
@@ -265,12 +276,18 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
  * stream's window, and some for control messages. */
 static uint64_t inq_limit(const struct conn *c)
 {
-	uint64_t n = 1;
+	uint64_t max_window = br.conf.window;
 	const struct istream *s;
 
+	if (c->state != C_UP)
+		return HANDSHAKE_INQ;
 	for (s = c->istreams; s; s = s->next)
-		n++;
-	return n * (br.conf.window + sizeof(struct msgbuf)) + INQ_SLACK;
+		if (s->window > max_window)
+			max_window = s->window;
+	/* The most streams ever open at once, not those open now: an ended
+	 * stream's data may still be on its way. */
+	return (uint64_t)(c->peak_streams + 1) * (max_window + 64 * sizeof(struct msgbuf)) +
+	       INQ_SLACK;
 }
 
 static ucs_status_t am_recv(void *arg, const void *header, size_t header_length, void *data,
@@ -287,6 +304,11 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 	r = lzbr_wire_check(header, header_length, length, LZCHAN_MSG_MAX);
 	if (r) {
 		conn_fail(c, -r, "a malformed message");
+		return UCS_OK;
+	}
+	if (c->state != C_UP && ((const struct lzbr_hdr *)header)->type > LZBR_WELCOME &&
+	    ((const struct lzbr_hdr *)header)->type != LZBR_ERROR) {
+		conn_fail(c, EPROTO, "a stream message before the handshake");
 		return UCS_OK;
 	}
 	if (c->inq_bytes + sizeof(*m) + length > inq_limit(c)) {
@@ -325,25 +347,6 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 }
 
 /* ---------- the handshake ---------- */
-
-/* HMAC-SHA-256 over who is proving what: @role ('A' acceptor, 'I'
- * initiator), both nonces and both names, in a fixed order. */
-static void hs_mac(uint8_t mac[LZBR_MAC_SIZE], const uint8_t *key, char role,
-		   const uint8_t *nonce_i, const uint8_t *nonce_a, const char *name_i,
-		   const char *name_a)
-{
-	static const char label[] = "lzchan-bridge v1";
-	crypto_auth_hmacsha256_state st;
-
-	crypto_auth_hmacsha256_init(&st, key, LZBR_KEY_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, sizeof(label));
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)&role, 1);
-	crypto_auth_hmacsha256_update(&st, nonce_i, LZBR_NONCE_SIZE);
-	crypto_auth_hmacsha256_update(&st, nonce_a, LZBR_NONCE_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_i, LZBR_NAME_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_a, LZBR_NAME_SIZE);
-	crypto_auth_hmacsha256_final(&st, mac);
-}
 
 static void flush_done(void *request, ucs_status_t status, void *user_data)
 {
@@ -452,8 +455,15 @@ static void conn_request(ucp_conn_request_h req, void *arg)
 	};
 	ucs_status_t st;
 
+	struct conn *o;
+	unsigned int half = 0;
+
 	(void)arg;
-	if (!c) {
+	for (o = br.conns; o; o = o->next)
+		half += !o->initiator && o->state != C_UP && o->state != C_CLOSING;
+	if (!c || half > MAX_HALF_OPEN) {
+		if (c)
+			c->state = C_CLOSING, c->closed = true;
 		ucp_listener_reject(br.listener, req);
 		return;
 	}
@@ -551,10 +561,22 @@ static void istream_open(struct conn *c, const struct lzbr_hdr *h, const struct 
 	s->pid = o->pid;
 	s->max_msg = g.max_msg;
 	s->expect = 1;
-	s->granted = br.conf.window;
+	/* Enough for one message of the largest size, whatever the window. */
+	s->window = br.conf.window > LZBR_COST(s->max_msg) ? br.conf.window :
+		    LZBR_COST(s->max_msg);
+	s->granted = s->window;
 	s->qtail = &s->q;
 	s->next = c->istreams;
 	c->istreams = s;
+	{
+		unsigned int k = 0;
+		struct istream *t;
+
+		for (t = c->istreams; t; t = t->next)
+			k++;
+		if (k > c->peak_streams)
+			c->peak_streams = k;
+	}
 	say("peer %s: uid %u pid %d sends into '%s' (lane %u)", peer_name(c), o->uid, o->pid,
 	    o->channel, g.lane);
 	conn_send(c, LZBR_OPENED, s->id, s->max_msg, s->granted, NULL, 0);
@@ -589,7 +611,7 @@ static int istream_pump(struct conn *c, struct istream *s)
 	}
 	/* Credit back in quarters of the window, or whatever is owed once
 	 * the queue is empty. */
-	if (s->owed && (s->owed >= br.conf.window / 4 || !s->q)) {
+	if (s->owed && (s->owed >= s->window / 4 || !s->q)) {
 		conn_send(c, LZBR_CREDIT, s->id, 0, s->owed, NULL, 0);
 		s->granted += s->owed;
 		s->owed = 0;
@@ -689,7 +711,7 @@ static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 		return;			/* a stream of a proxy since closed */
 	switch (h->type) {
 	case LZBR_OPENED:
-		if (os->state != OS_OPENING || !h->arg) {
+		if (os->state != OS_OPENING || !h->arg || h->arg > CREDIT_MAX) {
 			conn_fail(c, EPROTO, "an unexpected OPENED");
 			return;
 		}
@@ -698,7 +720,7 @@ static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 		os->max_msg = h->seq > UINT32_MAX ? UINT32_MAX : (uint32_t)h->seq;
 		break;
 	case LZBR_CREDIT:
-		if (os->state != OS_OPEN || os->credit + h->arg < os->credit) {
+		if (os->state != OS_OPEN || h->arg > CREDIT_MAX || os->credit + h->arg > CREDIT_MAX) {
 			conn_fail(c, EPROTO, "an unexpected CREDIT");
 			return;
 		}
@@ -723,7 +745,10 @@ static void route_up(struct route *r, struct conn *c)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int ret, fd;
 
-	ret = lzchan_open(&r->rx, r->rc->proxy, LZCHAN_RECEIVER | LZCHAN_CREATE, &r->rc->opts);
+	/* OWNED: a channel of that name someone else made is not ours to
+	 * receive (nor to remove later). */
+	ret = lzchan_open(&r->rx, r->rc->proxy, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_OWNED,
+			  &r->rc->opts);
 	if (!ret)
 		ret = lzchan_geometry(r->rx, &g);
 	if (ret) {
@@ -742,6 +767,7 @@ static void route_up(struct route *r, struct conn *c)
 	}
 	r->conn = c;
 	r->blocked = false;
+	r->fd_off = false;
 	say("proxy '%s' open: senders there reach '%s' on %s", r->rc->proxy, r->rc->channel,
 	    br.conf.peers[r->rc->peer].name);
 	return;
@@ -765,11 +791,19 @@ static void route_down(struct route *r, const char *why)
 	if (!r->rx)
 		return;
 	say("proxy '%s' closed: %s", r->rc->proxy, why);
-	for (l = 0; l < r->nlanes; l++)
-		if (r->lanes[l].has_pend)
-			lzchan_release(r->rx, &r->lanes[l].pend);
-	epoll_ctl(br.epfd, EPOLL_CTL_DEL, lzchan_event_fd(r->rx), NULL);
-	lzchan_unlink(r->rc->proxy);
+	lzchan_unlink(r->rc->proxy);	/* first: no new sender finds it */
+	for (l = 0; l < r->nlanes; l++) {
+		struct ostream *os = &r->lanes[l];
+
+		if (os->has_pend)
+			lzchan_release(r->rx, &os->pend);
+		/* The peer still holds the lane's stream: end it there (its
+		 * sender's last messages are lost with the proxy). */
+		if (os->state != OS_NONE && r->conn && r->conn->state == C_UP && !r->conn->err)
+			conn_send(r->conn, LZBR_END, os->id, os->seq, LZBR_CAUSE_LOST, NULL, 0);
+	}
+	if (!r->fd_off)
+		epoll_ctl(br.epfd, EPOLL_CTL_DEL, lzchan_event_fd(r->rx), NULL);
 	lzchan_close(r->rx);
 	r->rx = NULL;
 	free(r->lanes);
@@ -784,25 +818,29 @@ static void route_pump(struct route *r)
 	uint32_t l;
 
 	r->blocked = false;
-	if (c->err)
-		return;
 	for (l = 0; l < r->nlanes && r->rx; l++) {
 		struct ostream *os = &r->lanes[l];
 
 		for (;;) {
+			if (c->err)
+				return;
+			if (c->inflight_bytes > INFLIGHT_MAX) {
+				r->blocked = true;	/* the peer reads slowly */
+				return;
+			}
 			if (!os->has_pend && !os->eos) {
 				int ret = lzchan_peek_lane(r->rx, l, &os->pend);
 
 				if (ret == -EAGAIN || (ret == -EBADMSG && os->broken))
 					break;
+				br.work = true;
 				if (ret == -EPIPE && os->broken) {
 					os->broken = false;	/* its END went already */
-					br.work = true;
 					continue;
 				}
 				if (ret == 0) {
 					os->has_pend = true;
-				} else {
+				} else if (ret == -EPIPE || ret == -EBADMSG) {
 					/* -EPIPE: its sender left; -EBADMSG: its
 					 * lane held garbage, abandoned (as lost)
 					 * until that sender goes. */
@@ -811,8 +849,14 @@ static void route_pump(struct route *r)
 					os->cause = ret == -EPIPE &&
 						    lzchan_end_cause(r->rx, l) != LZCHAN_END_LOST ?
 						    LZBR_CAUSE_CLOSED : LZBR_CAUSE_LOST;
+				} else {
+					char why[96];
+
+					snprintf(why, sizeof(why), "lane %u: %s", l, strerror(-ret));
+					route_down(r, why);
+					r->retry_at = now_ns() + PROXY_RETRY_NS;
+					return;
 				}
-				br.work = true;
 			}
 			if (os->state == OS_NONE) {
 				struct lzbr_open o = { .pid = -1, .uid = (uint32_t)-1 };
@@ -827,9 +871,10 @@ static void route_pump(struct route *r)
 				os->id = c->next_stream++;
 				if (!c->next_stream)
 					c->next_stream = 1;
+				if (conn_send(c, LZBR_OPEN, os->id, 0, 0, &o, sizeof(o)))
+					return;
 				os->state = OS_OPENING;
 				os->seq = 0;
-				conn_send(c, LZBR_OPEN, os->id, 0, 0, &o, sizeof(o));
 				r->blocked = true;
 				break;
 			}
@@ -850,25 +895,39 @@ static void route_pump(struct route *r)
 					r->blocked = true;
 					break;
 				}
+				if (conn_send(c, LZBR_DATA, os->id, os->seq + 1, 0, os->pend.data,
+					      os->pend.len))
+					return;		/* the connection goes; so will the proxy */
 				os->credit -= cost;
-				conn_send(c, LZBR_DATA, os->id, ++os->seq, 0, os->pend.data,
-					  os->pend.len);
+				os->seq++;
 				lzchan_release(r->rx, &os->pend);
 				os->has_pend = false;
-				br.work = true;
 				continue;
 			}
 			/* os->eos: the END, after its last message. */
-			conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0);
+			if (conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0))
+				return;
 			{
 				bool broken = os->broken;
 
 				memset(os, 0, sizeof(*os));
 				os->broken = broken;
 			}
-			br.work = true;
 		}
 	}
+}
+
+/* A blocked route is not armed; its event fd (level-triggered, and on shm
+ * readable while a new sender's connection waits) leaves epoll's set until
+ * it is unblocked, or the loop would spin.  Credit, or the timer, wakes it. */
+static void route_fd(struct route *r)
+{
+	struct epoll_event ev = { .events = r->blocked ? 0 : EPOLLIN, .data.ptr = r };
+
+	if (!r->rx || r->fd_off == r->blocked)
+		return;
+	if (epoll_ctl(br.epfd, EPOLL_CTL_MOD, lzchan_event_fd(r->rx), &ev) == 0)
+		r->fd_off = r->blocked;
 }
 
 /* ---------- connections ---------- */
@@ -973,7 +1032,7 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 		memcpy(c->their_nonce, hi->nonce, sizeof(c->their_nonce));
 		memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
 		memcpy(ch.name, br.conf.name, sizeof(ch.name));
-		hs_mac(ch.mac, key, 'A', c->their_nonce, c->nonce, hi->name, br.conf.name);
+		lzbr_wire_mac(ch.mac, key, 'A', c->their_nonce, c->nonce, hi->name, br.conf.name);
 		c->state = C_CHALLENGED;
 		conn_send(c, LZBR_CHALLENGE, 0, 0, 0, &ch, sizeof(ch));
 		break;
@@ -987,7 +1046,7 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 			break;
 		}
 		key = lzbr_conf_key(&br.conf, c->peer);
-		hs_mac(mac, key, 'A', c->nonce, ch->nonce, br.conf.name,
+		lzbr_wire_mac(mac, key, 'A', c->nonce, ch->nonce, br.conf.name,
 		       br.conf.peers[c->peer].name);
 		if (memcmp(ch->name, br.conf.peers[c->peer].name, LZBR_NAME_SIZE) ||
 		    crypto_verify_32(mac, ch->mac)) {
@@ -995,7 +1054,7 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 				   "(or is not who it should be)");
 			break;
 		}
-		hs_mac(au.mac, key, 'I', c->nonce, ch->nonce, br.conf.name,
+		lzbr_wire_mac(au.mac, key, 'I', c->nonce, ch->nonce, br.conf.name,
 		       br.conf.peers[c->peer].name);
 		c->state = C_AUTH_SENT;
 		conn_send(c, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
@@ -1008,7 +1067,7 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 			conn_error(c, EPROTO, "an unexpected AUTH");
 			break;
 		}
-		hs_mac(mac, lzbr_conf_key(&br.conf, c->peer), 'I', c->their_nonce, c->nonce,
+		lzbr_wire_mac(mac, lzbr_conf_key(&br.conf, c->peer), 'I', c->their_nonce, c->nonce,
 		       br.conf.peers[c->peer].name, br.conf.name);
 		if (crypto_verify_32(mac, au->mac)) {
 			say("peer %s: wrong key", peer_name(c));
@@ -1079,7 +1138,8 @@ static void conn_step(struct conn *c)
 		conn_send(c, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
 		br.work = true;
 	}
-	while (!c->err && (m = c->inq) && !m->pending) {
+	/* The acceptor answers only once its first flush is done. */
+	while (!c->err && (c->initiator || c->flushed) && (m = c->inq) && !m->pending) {
 		c->inq = m->next;
 		if (!c->inq)
 			c->inq_tail = &c->inq;
@@ -1090,14 +1150,6 @@ static void conn_step(struct conn *c)
 		if (m->failed) {
 			free(m);
 			conn_fail(c, EIO, "a message's data did not arrive");
-			break;
-		}
-		/* The acceptor answers only once its flush is done. */
-		if (!c->initiator && !c->flushed) {
-			c->inq = m;
-			if (!m->next)
-				c->inq_tail = &m->next;
-			c->inq_bytes += sizeof(*m) + m->h.len;
 			break;
 		}
 		conn_handle(c, m);
@@ -1119,17 +1171,17 @@ static void conn_reap(void)
 	struct msgbuf *m;
 
 	while ((c = *pp)) {
-		if (c->state == C_CLOSING && c->closed && !c->inflight &&
-		    (!c->inq || !c->inq->pending)) {
+		bool pending = false;
+
+		for (m = c->inq; m; m = m->next)
+			pending |= m->pending;
+		if (c->state == C_CLOSING && c->closed && !c->inflight && !pending) {
 			*pp = c->next;
 			while ((m = c->inq)) {
-				if (m->pending)
-					break;
 				c->inq = m->next;
 				free(m);
 			}
-			if (!c->inq)
-				free(c);
+			free(c);
 			continue;
 		}
 		pp = &c->next;
@@ -1162,6 +1214,10 @@ static int setup(void)
 	int i;
 
 	st = ucp_config_read(NULL, NULL, &cfg);
+	/* A bridge restarted must listen again at once, whatever its last
+	 * connections left in TIME_WAIT (unless UCX_CM_REUSEADDR says). */
+	if (st == UCS_OK && !getenv("UCX_CM_REUSEADDR") && !getenv("UCX_TCP_CM_REUSEADDR"))
+		st = ucp_config_modify(cfg, "CM_REUSEADDR", "y");
 	if (st == UCS_OK) {
 		st = ucp_init(&up, cfg, &br.ctx);
 		ucp_config_release(cfg);
@@ -1234,8 +1290,10 @@ static void step(void)
 
 		if (!r->rx && up && up->state == C_UP && now >= r->retry_at && !br.stop)
 			route_up(r, up);
-		if (r->rx)
+		if (r->rx) {
 			route_pump(r);
+			route_fd(r);
+		}
 	}
 	conn_reap();
 }
@@ -1307,8 +1365,14 @@ static int loop(void)
 			struct route *rt = &br.routes[i];
 
 			if (rt->rx && !rt->blocked && (r = lzchan_arm(rt->rx)) < 0) {
-				if (r != -EAGAIN)
-					say("proxy '%s': arm: %s", rt->rc->proxy, strerror(-r));
+				if (r != -EAGAIN) {
+					char why[96];
+
+					snprintf(why, sizeof(why), "cannot wait for it: %s",
+						 strerror(-r));
+					route_down(rt, why);
+					rt->retry_at = now_ns() + PROXY_RETRY_NS;
+				}
 				br.work = true;
 			}
 		}

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "lzbr_wire.h"
 
 _Static_assert(sizeof(struct lzbr_hdr) == 32, "the wire header is 32 bytes");
@@ -76,4 +78,22 @@ int lzbr_wire_name_ok(const char *name, size_t size)
 		if (name[i])
 			return 0;
 	return 1;
+}
+
+void lzbr_wire_mac(uint8_t mac[LZBR_MAC_SIZE], const uint8_t *key, char role,
+		   const uint8_t *nonce_i, const uint8_t *nonce_a, const char *name_i,
+		   const char *name_a)
+{
+	static const char label[] = "lzchan-bridge v1";
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, key, LZBR_KEY_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, sizeof(label));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)&role, 1);
+	crypto_auth_hmacsha256_update(&st, nonce_i, LZBR_NONCE_SIZE);
+	crypto_auth_hmacsha256_update(&st, nonce_a, LZBR_NONCE_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_i, LZBR_NAME_SIZE);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_a, LZBR_NAME_SIZE);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
 }

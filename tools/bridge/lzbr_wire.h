@@ -88,6 +88,16 @@ struct lzbr_open {
 /* Check a received header and payload length: 0, or -EPROTO/-EMSGSIZE. */
 int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t max_data);
 
+/*
+ * The handshake's proof: HMAC-SHA-256 with the peer's @key (LZBR_KEY_SIZE
+ * bytes) over a label, who proves (@role 'A' acceptor, 'I' initiator),
+ * both nonces and both names, in that fixed order.
+ */
+#define LZBR_KEY_SIZE		32
+void lzbr_wire_mac(uint8_t mac[LZBR_MAC_SIZE], const uint8_t *key, char role,
+		   const uint8_t *nonce_i, const uint8_t *nonce_a, const char *name_i,
+		   const char *name_a);
+
 /* A name field: NUL-terminated within its size, printable, not empty. */
 int lzbr_wire_name_ok(const char *name, size_t size);
 

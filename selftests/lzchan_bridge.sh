@@ -1,0 +1,297 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# lzchan-bridged between "hosts": network namespaces joined by veth pairs,
+# each with its own bridge and its own directory of channels (shm
+# backend), UCX pinned to TCP on the veth.  Prints TAP.  Needs root (ip
+# netns); SKIPs without it, without ip, or without the bridge built.
+# usage: lzchan_bridge.sh TOP   (the source tree, built)
+top=${1:?usage: $0 TOP}
+bridged=$top/tools/lzchan-bridged
+tool=$top/tools/lzchan
+fuzz=$top/selftests/lzchan_bridge_fuzz
+n=0 failed=0
+echo "TAP version 13"
+
+check() { # description, then the test as a command (or shell function)
+	desc=$1; shift
+	n=$((n + 1))
+	if "$@"; then printf 'ok %s %s\n' $n "$desc"
+	else printf 'not ok %s %s\n' $n "$desc"; failed=1; fi
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+[ -x "$bridged" ] || skip_all "lzchan-bridged not built (UCX or libsodium missing)"
+[ "$(id -u)" = 0 ] || skip_all "network namespaces need root"
+command -v ip >/dev/null || skip_all "no ip (iproute2)"
+
+tmp=$(mktemp -d)
+tag=lzb$$
+A=${tag}a B=${tag}b C=${tag}c
+pids=""
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	for ns in $A $B $C; do ip netns del "$ns" 2>/dev/null; done
+	# LZCHAN_BRIDGE_LOGS=DIR keeps the bridges' logs there.
+	[ -z "${LZCHAN_BRIDGE_LOGS:-}" ] ||
+		for h in A B C; do cp "$tmp/$h/log" "$LZCHAN_BRIDGE_LOGS/$h.log" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Three hosts on one LAN: A and C send, B receives.  B's namespace holds
+# the switch (a Linux bridge) and its own address on it; A and C each have
+# a veth into it.  (One segment: UCX's TCP transport then reaches each
+# host through the one interface it has.)
+ip netns add "$A" && ip netns add "$B" && ip netns add "$C" ||
+	skip_all "cannot create network namespaces here"
+lan() { # host, its ifname, the switch port's name, its address
+	ip link add "$2" type veth peer name "$3" &&
+	ip link set "$2" netns "$1" && ip link set "$3" netns "$B" &&
+	ip -n "$B" link set "$3" master "${tag}sw" && ip -n "$B" link set "$3" up &&
+	ip -n "$1" addr add "$4/24" dev "$2" && ip -n "$1" link set "$2" up &&
+	ip -n "$1" link set lo up
+}
+ip -n "$B" link add "${tag}sw" type bridge && ip -n "$B" link set "${tag}sw" up &&
+	ip -n "$B" addr add 10.231.0.2/24 dev "${tag}sw" && ip -n "$B" link set lo up &&
+	lan "$A" "${tag}A" "${tag}pA" 10.231.0.1 && lan "$C" "${tag}C" "${tag}pC" 10.231.0.3 ||
+	skip_all "cannot make a bridge and veth pairs here"
+
+for h in A B C; do mkdir -p "$tmp/$h/shm"; done
+head -c 48 /dev/urandom > "$tmp/key"; head -c 48 /dev/urandom > "$tmp/otherkey"
+chmod 600 "$tmp/key" "$tmp/otherkey"
+cat > "$tmp/A/conf" <<EOF
+name hostA
+key $tmp/key
+peer hostB 10.231.0.2:14000
+route orders@hostB slots=256
+route slow@hostB slots=256
+route kill@hostB slots=256
+route secret@hostB slots=256
+EOF
+cat > "$tmp/B/conf" <<EOF
+name hostB
+listen 0.0.0.0:14000
+key $tmp/key
+peer hostA
+peer hostC
+allow hostA orders slow kill
+allow hostC orders
+EOF
+cat > "$tmp/C/conf" <<EOF
+# hostC holds the wrong key
+name hostC
+key $tmp/otherkey
+peer hostB 10.231.0.2:14000
+route orders@hostB slots=256
+EOF
+
+# on HOST CMD...: run as HOST does, with its channels and its veth.
+on() {
+	local h=$1; shift
+	local ns; eval "ns=\$$h"
+	ip netns exec "$ns" env UCX_TLS=tcp UCX_NET_DEVICES=all LZCHAN_BACKEND=shm \
+		LZCHAN_SHM_DIR="$tmp/$h/shm" "$@"
+}
+# spawn PIDFILE HOST CMD...: as on, in the background; PIDFILE gets the
+# command's own pid (what $! would give is a subshell's).
+spawn() {
+	local pf=$1 h=$2; shift 2
+	local ns; eval "ns=\$$h"
+	rm -f "$pf"
+	sh -c 'echo $$ > "$0"; exec "$@"' "$pf" ip netns exec "$ns" env UCX_TLS=tcp \
+		UCX_NET_DEVICES=all LZCHAN_BACKEND=shm LZCHAN_SHM_DIR="$tmp/$h/shm" "$@" <&0 &
+	until [ -s "$pf" ]; do sleep 0.01; done
+	pids="$pids $(cat "$pf")"
+}
+bridge_start() { # host: its bridge, in the background; sets bpid_HOST
+	spawn "$tmp/$1/bridge.pid" "$1" "$bridged" -v -c "$tmp/$1/conf" >> "$tmp/$1/log" 2>&1
+	eval "bpid_$1=$(cat "$tmp/$1/bridge.pid")"
+}
+# until SECONDS CMD...: retry CMD every 0.1 s for up to SECONDS.
+until_ok() {
+	local t=$(($1 * 10)); shift
+	while [ $t -gt 0 ]; do "$@" && return 0; sleep 0.1; t=$((t - 1)); done
+	return 1
+}
+proxy_exists() { [ -e "$tmp/$1/shm/lzchan.$2" ]; }
+# Is a receiver attached to channel CH on HOST?  (A receiver started in
+# the background must be, before anything is sent: a channel whose last
+# receiver left tells its senders EPIPE until the next one attaches.)
+rx_on() { on "$1" "$tool" show "$2" --json 2>/dev/null | grep -q '"receiver": true'; }
+rx_wait() { until_ok 20 rx_on "$1" "$2" || { echo "# no receiver on $2"; return 1; }; }
+log_has() { grep -q -- "$2" "$tmp/$1/log"; }
+
+seq -f "many %.0f" 1 2000000 > "$tmp/many"	# more than any test takes
+on B "$tool" create orders --slots 256 >/dev/null
+for ch in secret slow kill; do on B "$tool" create $ch --slots 256 >/dev/null; done
+bridge_start B
+bridge_start A
+check "the bridges connect and A's proxies appear" \
+	until_ok 20 proxy_exists A orders@hostB
+
+# 1: exactly once, in order, from three remote senders and a local one
+# into one receiver; each line names its sender and its number.
+N=${LZCHAN_BRIDGE_MSGS:-500000}
+exactly_once() {
+	until_ok 20 proxy_exists A orders@hostB || return 1
+	local k senders=""
+	on B "$tool" recv orders --count $((4 * N)) --timeout 60000 > "$tmp/got" &
+	local r=$!
+	rx_wait B orders || return 1
+	for k in 1 2 3; do
+		seq -f "A$k %.0f" 1 "$N" | on A "$tool" send orders@hostB --timeout 60000 &
+		senders="$senders $!"
+	done
+	seq -f "B0 %.0f" 1 "$N" | on B "$tool" send orders --timeout 60000 &
+	senders="$senders $!"
+	wait $r || { echo "# the receiver failed ($?)"; return 1; }
+	for k in $senders; do wait $k || { echo "# a sender failed"; return 1; }; done
+	# Per sender: 1..N, in order, each once.
+	awk -v n="$N" '
+		{ if ($2 != ++next_[$1]) { print "# " $1 ": " $2 " where " next_[$1] " was due"; bad = 1; exit } }
+		END { for (s in next_) if (next_[s] != n) { print "# " s ": " next_[s] " of " n; bad = 1 }
+		      if (length(next_) != 4) { print "# " length(next_) " senders"; bad = 1 }
+		      exit bad }' "$tmp/got"
+}
+check "exactly once and in order: 3 remote senders and 1 local, $((4 * N)) messages" exactly_once
+
+# 2: the largest message the channel takes, and one byte more.
+records() { python3 -c '
+import sys, struct
+for n in map(int, sys.argv[1:]):
+    body = bytes((i * 7 + n) & 0xff for i in range(n))
+    sys.stdout.buffer.write(struct.pack("<I", n) + body)' "$@"; }
+largest() {
+	local max
+	until_ok 20 proxy_exists A orders@hostB || return 1
+	max=$(on B "$tool" show orders --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["channel"]["max_msg"])')
+	records 1 "$max" 100 "$max" > "$tmp/big.in"
+	on B "$tool" recv orders --records --count 4 --timeout 20000 > "$tmp/big.out" &
+	local r=$!
+	rx_wait B orders || return 1
+	on A "$tool" send orders@hostB --records --timeout 20000 < "$tmp/big.in" || return 1
+	wait $r && cmp -s "$tmp/big.in" "$tmp/big.out" || { echo "# the largest messages differ"; return 1; }
+	records $((max + 1)) > "$tmp/over.in"
+	! on A "$tool" send orders@hostB --records --timeout 2000 < "$tmp/over.in" 2>"$tmp/over.err" &&
+		grep -q "$max" "$tmp/over.err"
+}
+check "messages up to the channel's largest arrive whole; one byte more is EMSGSIZE" largest
+
+# 3: a receiver that is not there: the sender blocks (its proxy lane
+# full, credit spent), B's bridge holds at most its window, nothing is lost.
+slow_receiver() {
+	local rss0 rss1 s
+	until_ok 20 proxy_exists A slow@hostB || return 1
+	rss0=$(awk '/VmRSS/ { print $2 }' /proc/$bpid_B/status)
+	seq 1 200000 | on A "$tool" send slow@hostB --timeout 60000 &
+	s=$!
+	sleep 3
+	kill -0 $s 2>/dev/null || { echo "# the sender finished with nobody receiving"; return 1; }
+	rss1=$(awk '/VmRSS/ { print $2 }' /proc/$bpid_B/status)
+	echo "# B's bridge: RSS $rss0 kB before, $rss1 kB with the receiver away"
+	[ $((rss1 - rss0)) -lt 16384 ] || { echo "# the bridge buffered without bound"; return 1; }
+	on B "$tool" recv slow --count 200000 --timeout 30000 > "$tmp/slow.out" || return 1
+	wait $s && seq 1 200000 | cmp -s - "$tmp/slow.out"
+}
+check "a slow receiver: the sender blocks, memory stays bounded, nothing lost" slow_receiver
+
+# 4: a remote sender killed: its lane ends over there; the others go on.
+# (A receiver stays attached throughout: one that leaves ends the streams
+# into its channel, and their senders get EPIPE -- as locally.)
+lines() { [ -s "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
+killed_sender() {
+	local k s r
+	until_ok 20 proxy_exists A kill@hostB || return 1
+	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/kill.out" &
+	r=$!
+	rx_wait B kill || return 1
+	spawn "$tmp/k.pid" A "$tool" send kill@hostB --timeout 60000 < "$tmp/many" 2>/dev/null
+	until_ok 20 lines "$tmp/kill.out" 1000 || { echo "# nothing arrived"; return 1; }
+	kill -9 "$(cat "$tmp/k.pid")"
+	# The receiver sees that lane end (--eof stops there) ...
+	wait $r || { echo "# no end of stream for the killed sender: $(wc -l < "$tmp/kill.out") received,"\
+		"last '$(tail -n 1 "$tmp/kill.out")'; $(on B "$tool" show kill --json | head -c 1500)"; return 1; }
+	until_ok 10 log_has B "into 'kill' died" || { echo "# B was not told it died"; return 1; }
+	# ... and a sender after it is carried as before.
+	on B "$tool" recv kill --count 1000 --timeout 20000 > "$tmp/after.out" &
+	r=$!
+	rx_wait B kill || return 1
+	seq 1 1000 | on A "$tool" send kill@hostB --timeout 20000 &
+	s=$!
+	wait $r && wait $s && seq 1 1000 | cmp -s - "$tmp/after.out"
+}
+check "a remote sender killed: end of stream on its lane, the next one carried" killed_sender
+
+# 5: the receiving bridge killed and restarted: the sender sees an error,
+# then a new sender gets through.
+bridge_restart() {
+	local s rc ups
+	until_ok 20 proxy_exists A orders@hostB || return 1
+	spawn "$tmp/r.pid" B "$tool" recv orders --timeout 30000 > "$tmp/restart.out"
+	rx_wait B orders || return 1
+	on A "$tool" send orders@hostB --timeout 60000 < "$tmp/many" 2>"$tmp/restart.err" &
+	s=$!
+	until_ok 20 lines "$tmp/restart.out" 100 || { echo "# nothing arrived"; return 1; }
+	ups=$(grep -c "peer hostB: connected" "$tmp/A/log")
+	kill -9 $bpid_B
+	wait $s; rc=$?
+	[ $rc = 1 ] && grep -q "EPIPE" "$tmp/restart.err" ||
+		{ echo "# the sender: status $rc, $(cat "$tmp/restart.err")"; return 1; }
+	bridge_start B
+	until_ok 20 sh -c "[ \$(grep -c 'peer hostB: connected' $tmp/A/log) -gt $ups ]" &&
+		until_ok 10 proxy_exists A orders@hostB ||
+		{ echo "# A did not reconnect"; return 1; }
+	: > "$tmp/restart.out"
+	echo again | on A "$tool" send orders@hostB --timeout 5000 || return 1
+	until_ok 10 grep -qx again "$tmp/restart.out" || { echo "# 'again' did not arrive"; return 1; }
+	kill "$(cat "$tmp/r.pid")"
+	until_ok 10 sh -c "! kill -0 $(cat "$tmp/r.pid") 2>/dev/null"
+}
+check "the receiving bridge killed and restarted: EPIPE, then senders get through" bridge_restart
+
+# 6: a channel B's access list does not give A: refused, nothing delivered.
+not_allowed() {
+	until_ok 20 proxy_exists A secret@hostB || return 1
+	echo leaked | on A "$tool" send secret@hostB --timeout 5000 2>/dev/null
+	until_ok 20 log_has B "'secret' is not on its access list" ||
+		{ echo "# B did not refuse"; return 1; }
+	! on B "$tool" recv secret --timeout 500 | grep -q leaked
+}
+check "a channel not on the access list is refused" not_allowed
+
+# 7: a bridge with the wrong key: refused, no proxy appears on it.  (C
+# finds out first: B's proof, made with the right key, fails C's check.)
+wrong_key() {
+	bridge_start C
+	until_ok 20 log_has C "could not prove it holds the key" || { echo "# C was not told"; return 1; }
+	until_ok 10 log_has B "peer hostC: connection closed" || { echo "# B kept it"; return 1; }
+	! log_has B "peer hostC: accepted" && ! proxy_exists C orders@hostB
+}
+check "a peer with the wrong key is refused" wrong_key
+
+# 8: garbage from the network (a fuzzing client) never crashes B's
+# bridge, and a sender still gets through, whole, after it.
+garbage() {
+	[ -x "$fuzz" ] || { echo "# $fuzz not built"; return 1; }
+	on C "$fuzz" 10.231.0.2:14000 "$tmp/key" hostA 300 > "$tmp/fuzz.log" 2>&1 ||
+		{ echo "# the fuzzer failed: $(tail -3 "$tmp/fuzz.log")"; return 1; }
+	kill -0 $bpid_B || { echo "# B's bridge died"; return 1; }
+	until_ok 20 proxy_exists A orders@hostB || return 1
+	on B "$tool" recv orders --count 5000 --timeout 20000 > "$tmp/fz.out" &
+	local r=$!
+	rx_wait B orders || return 1
+	seq 1 5000 | on A "$tool" send orders@hostB --timeout 20000 &&
+		wait $r && seq 1 5000 | cmp -s - "$tmp/fz.out"
+}
+check "garbage from the network: the bridge stays up, channels whole" garbage
+
+for h in A B C; do
+	if [ $failed = 1 ]; then
+		sed 's/^/# '$h': /' "$tmp/$h/log" 2>/dev/null | tail -n 60
+	else
+		sed 's/^/# '$h': /' "$tmp/$h/log" 2>/dev/null | tail -n 8
+	fi
+done
+echo "1..$n"
+exit $failed
