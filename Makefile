@@ -160,8 +160,10 @@ PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
 UDEVRULESDIR	?= /usr/lib/udev/rules.d
 MODULESLOADDIR	?= /usr/lib/modules-load.d
 SYSUSERSDIR	?= /usr/lib/sysusers.d
+SYSTEMDUNITDIR	?= /usr/lib/systemd/system
 DKMS_SRCDIR	?= /usr/src/lzchan-$(VERSION)
-INSTALL_TOOLS	?= $(TOOLS)
+INSTALL_TOOLS	?= $(TOOLS) $(if $(HAVE_BRIDGE),tools/lzchan-bridged)
+INSTALL_MAN8	= $(if $(HAVE_BRIDGE),$(wildcard man/man8/*.8))
 INSTALL_MAN1	= $(wildcard man/man1/*.1)
 INSTALL_MAN3	= $(wildcard man/man3/*.3)
 INSTALL_MAN7	= $(wildcard man/man7/*.7)
@@ -201,6 +203,11 @@ install-tools: tools
 	install -m 755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
 	$(if $(INSTALL_MAN1),install -d $(DESTDIR)$(MANDIR)/man1 && \
 		install -m 644 $(INSTALL_MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(INSTALL_MAN8),install -d $(DESTDIR)$(MANDIR)/man8 && \
+		install -m 644 $(INSTALL_MAN8) $(DESTDIR)$(MANDIR)/man8/)
+	$(if $(and $(HAVE_BRIDGE),$(SYSTEMDUNITDIR)),install -d $(DESTDIR)$(SYSTEMDUNITDIR) && \
+		sed 's|@BINDIR@|$(BINDIR)|g' packaging/lzchan-bridged.service \
+			> $(DESTDIR)$(SYSTEMDUNITDIR)/lzchan-bridged.service)
 
 install-module: dkms-install
 	install -d $(DESTDIR)$(DOCDIR)
@@ -227,7 +234,10 @@ uninstall-lib:
 
 uninstall-tools:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_TOOLS))) \
-		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1)))
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(INSTALL_MAN1))) \
+		$(DESTDIR)$(BINDIR)/lzchan-bridged \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(wildcard man/man8/*.8))) \
+		$(if $(SYSTEMDUNITDIR),$(DESTDIR)$(SYSTEMDUNITDIR)/lzchan-bridged.service)
 
 # Run 'dkms remove lzchan/$(VERSION) --all' first if DKMS knows it.
 uninstall-module: dkms-uninstall

@@ -50,6 +50,11 @@ tools=$(echo 'lz-print-tools: ; @echo $(INSTALL_TOOLS)' |
 for t in $tools; do
 	echo "usr/bin/${t##*/} 755" >>"$tmp/expect"
 done
+# The bridge, where it was built: its man page (section 8) and its unit.
+case " $tools " in *lzchan-bridged*)
+	echo "usr/share/man/man8/lzchan-bridged.8 644" >>"$tmp/expect"
+	echo "usr/lib/systemd/system/lzchan-bridged.service 644" >>"$tmp/expect" ;;
+esac
 for m in "$top"/man/man1/*.1 "$top"/man/man3/*.3 "$top"/man/man7/*.7; do
 	[ -f "$m" ] || continue
 	s=${m##*.}

@@ -7,7 +7,7 @@
  *   listen ADDR[:PORT]          accept peers there (else: connect only)
  *   key FILE                    the shared key (32 bytes or more, 0600)
  *   peer NAME [ADDR[:PORT]] [key=FILE]
- *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N]
+ *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N] [mode=OCTAL]
  *   allow PEER CHANNEL...       ("*": every channel)
  *   window BYTES                credit per remote sender (default 256 KiB)
  */
@@ -310,6 +310,19 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 			}
 			lzchan_opts_init(&r->opts);
 			for (i = 2; i < nw; i++) {
+				if (!strncmp(w[i], "mode=", 5)) {
+					char *end;
+					unsigned long m = strtoul(w[i] + 5, &end, 8);
+
+					if (!w[i][5] || *end || m > 0777) {
+						conf_fail(err, errlen, path, lineno,
+							  "route: mode wants octal permission bits, not '%s'",
+							  w[i] + 5);
+						goto out;
+					}
+					r->opts.mode = (uint32_t)m;
+					continue;
+				}
 				uint32_t *dst = !strncmp(w[i], "slots=", 6) ? &r->opts.slot_count :
 						!strncmp(w[i], "slot_size=", 10) ? &r->opts.slot_size :
 						!strncmp(w[i], "senders=", 8) ? &r->opts.max_senders : NULL;
