@@ -62,6 +62,7 @@ head -c 48 /dev/urandom > "$tmp/key"; head -c 48 /dev/urandom > "$tmp/otherkey"
 chmod 600 "$tmp/key" "$tmp/otherkey"
 cat > "$tmp/A/conf" <<EOF
 name hostA
+status $tmp/A/status.json
 key $tmp/key
 peer hostB 10.231.0.2:14000
 route orders@hostB slots=256
@@ -71,6 +72,7 @@ route secret@hostB slots=256
 EOF
 cat > "$tmp/B/conf" <<EOF
 name hostB
+status $tmp/B/status.json
 listen 0.0.0.0:14000
 key $tmp/key
 peer hostA
@@ -195,6 +197,25 @@ slow_receiver() {
 	wait $s && seq 1 200000 | cmp -s - "$tmp/slow.out"
 }
 check "a slow receiver: the sender blocks, memory stays bounded, nothing lost" slow_receiver
+
+# The counters (lzchan-bridged --status): what crossed, and the stalls of
+# the slow receiver above, on both sides (written within a second).
+counted() {
+	"$bridged" --status -c "$tmp/A/conf" > "$tmp/A.json" &&
+	"$bridged" --status -c "$tmp/B/conf" > "$tmp/B.json" &&
+	python3 - "$tmp/A.json" "$tmp/B.json" "$N" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2])); n = int(sys.argv[3])
+pa = a["peers"][0]; pb = [p for p in b["peers"] if p["name"] == "hostA"][0]
+want = 3 * n + 4 + 200000
+ok = (a["bridge"] == "hostA" and pa["connected"] and pb["connected"]
+      and pa["sent"]["messages"] >= want and pb["received"]["messages"] >= want
+      and pa["credit_stalls"] >= 1 and pb["lane_stalls"] >= 1
+      and any(r["proxy"] == "orders@hostB" and r["open"] for r in a["routes"]))
+sys.exit(0 if ok else 1)
+PY
+}
+check "lzchan-bridged --status counts what crossed, and the stalls" until_ok 5 counted
 
 # 4: a remote sender killed: its lane ends over there; the others go on.
 # (A receiver stays attached throughout: one that leaves ends the streams

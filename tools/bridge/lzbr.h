@@ -48,6 +48,7 @@ struct lzbr_conf {
 	bool has_key;
 	uint8_t key[LZBR_KEY_SIZE];
 	uint64_t window;		/* credit per stream, bytes */
+	char status[256];		/* where to write the status (JSON), or "" */
 	int npeers, nroutes, nallows;
 	struct lzbr_peer_conf peers[LZBR_MAX_PEERS];
 	struct lzbr_route_conf routes[LZBR_MAX_ROUTES];

@@ -10,6 +10,7 @@
  *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N] [mode=OCTAL]
  *   allow PEER CHANNEL...       ("*": every channel)
  *   window BYTES                credit per remote sender (default 256 KiB)
+ *   status FILE                 keep the bridge's counters there (JSON)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -248,6 +249,12 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 				goto out;
 			}
 			c->has_key = true;
+		} else if (!strcmp(w[0], "status") && nw == 2) {
+			if (w[1][0] != '/' || strlen(w[1]) >= sizeof(c->status)) {
+				conf_fail(err, errlen, path, lineno, "status wants an absolute path");
+				goto out;
+			}
+			strcpy(c->status, w[1]);
 		} else if (!strcmp(w[0], "window") && nw == 2) {
 			uint32_t v;
 

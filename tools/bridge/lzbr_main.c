@@ -41,6 +41,7 @@
 #define MAX_HALF_OPEN		64		/* connections not yet through it */
 #define INFLIGHT_MAX		(16U << 20)	/* bytes UCX holds for one peer */
 #define CREDIT_MAX		(1ULL << 30)	/* the most credit we believe */
+#define STATUS_EVERY_NS		1000000000ULL	/* the status file, at most */
 
 static int verbose;
 
@@ -102,6 +103,7 @@ struct istream {
 	int32_t pid;
 	uint32_t max_msg;
 	uint64_t expect;		/* the next DATA's seq */
+	bool stalled;			/* the local lane is full (counted once) */
 	uint64_t window;		/* its credit: the window, or one
 					 * message of max_msg if that is more */
 	uint64_t granted;		/* bytes the peer may still send */
@@ -131,7 +133,7 @@ struct conn {
 	int err;			/* why it goes (0: a clean close) */
 	uint32_t next_stream;
 	struct istream *istreams;
-	uint64_t msgs_in, bytes_in, msgs_out, bytes_out, stalls;
+	uint64_t msgs_in, bytes_in, msgs_out, bytes_out;
 };
 
 enum ostream_state { OS_NONE, OS_OPENING, OS_OPEN };
@@ -148,6 +150,7 @@ struct ostream {
 	bool eos;			/* the lane's sender left (after pend) */
 	bool broken;			/* the lane held garbage: ended, until
 					 * its sender goes (-EPIPE) */
+	bool stalled;			/* waiting for credit (counted once) */
 	int cause;
 };
 
@@ -163,8 +166,23 @@ struct route {
 	uint64_t retry_at;
 };
 
+/* Per configured peer, over all its connections (the status file). */
+struct peer_stats {
+	uint64_t connects;		/* handshakes completed */
+	uint64_t refused;		/* handshakes refused (either side) */
+	uint64_t sent_msgs, sent_bytes;	/* our senders' messages, to it */
+	uint64_t recv_msgs, recv_bytes;	/* its senders', into our channels */
+	uint64_t credit_stalls;		/* a lane of ours waited for its credit */
+	uint64_t lane_stalls;		/* one of our channels' lanes was full */
+	uint64_t stream_errors;		/* streams ended by an error */
+	uint64_t streams;		/* streams opened, both ways */
+};
+
 static struct {
 	struct lzbr_conf conf;
+	struct peer_stats ps[LZBR_MAX_PEERS];
+	bool status_dirty;
+	uint64_t status_ns;
 	ucp_context_h ctx;
 	ucp_worker_h worker;
 	ucp_listener_h listener;
@@ -515,6 +533,7 @@ static void istream_free(struct conn *c, struct istream *s)
 static void istream_end(struct conn *c, struct istream *s, int err)
 {
 	if (err) {
+		br.ps[c->peer].stream_errors++;
 		say("peer %s: stream %u into '%s' ends: %s", peer_name(c), s->id, s->channel,
 		    strerror(err));
 		conn_send(c, LZBR_ENDED, s->id, 0, (uint64_t)err, NULL, 0);
@@ -579,6 +598,7 @@ static void istream_open(struct conn *c, const struct lzbr_hdr *h, const struct 
 	}
 	say("peer %s: uid %u pid %d sends into '%s' (lane %u)", peer_name(c), o->uid, o->pid,
 	    o->channel, g.lane);
+	br.ps[c->peer].streams++;
 	conn_send(c, LZBR_OPENED, s->id, s->max_msg, s->granted, NULL, 0);
 }
 
@@ -592,9 +612,14 @@ static int istream_pump(struct conn *c, struct istream *s)
 	while ((m = s->q)) {
 		r = lzchan_send(s->tx, m->data, m->h.len);
 		if (r == -EAGAIN) {
-			c->stalls++;
+			if (!s->stalled)
+				br.ps[c->peer].lane_stalls++;
+			s->stalled = true;
 			break;
 		}
+		s->stalled = false;
+		br.ps[c->peer].recv_msgs++;
+		br.ps[c->peer].recv_bytes += m->h.len;
 		if (r) {
 			istream_end(c, s, -r);
 			return -1;
@@ -728,6 +753,7 @@ static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 		break;
 	case LZBR_REFUSED:
 	case LZBR_ENDED:
+		br.ps[c->peer].stream_errors++;
 		snprintf(why, sizeof(why), "%s '%s' there: %s",
 			 h->type == LZBR_REFUSED ? "refused" : "ended by",
 			 r->rc->channel, strerror(h->arg < 4096 ? (int)h->arg : EPROTO));
@@ -875,6 +901,7 @@ static void route_pump(struct route *r)
 					return;
 				os->state = OS_OPENING;
 				os->seq = 0;
+				br.ps[c->peer].streams++;
 				r->blocked = true;
 				break;
 			}
@@ -891,15 +918,20 @@ static void route_pump(struct route *r)
 					return;
 				}
 				if (cost > os->credit) {
-					c->stalls++;
+					if (!os->stalled)
+						br.ps[c->peer].credit_stalls++;
+					os->stalled = true;
 					r->blocked = true;
 					break;
 				}
+				os->stalled = false;
 				if (conn_send(c, LZBR_DATA, os->id, os->seq + 1, 0, os->pend.data,
 					      os->pend.len))
 					return;		/* the connection goes; so will the proxy */
 				os->credit -= cost;
 				os->seq++;
+				br.ps[c->peer].sent_msgs++;
+				br.ps[c->peer].sent_bytes += os->pend.len;
 				lzchan_release(r->rx, &os->pend);
 				os->has_pend = false;
 				continue;
@@ -937,6 +969,8 @@ static void conn_fail(struct conn *c, int err, const char *why)
 	if (c->state == C_CLOSING || c->err)
 		return;
 	c->err = err ? err : EIO;
+	if (c->peer >= 0 && c->state != C_UP && err == EACCES)
+		br.ps[c->peer].refused++;
 	say("peer %s: connection closed: %s", peer_name(c), why);
 }
 
@@ -994,6 +1028,7 @@ static void conn_up(struct conn *c)
 	int i;
 
 	c->state = C_UP;
+	br.ps[c->peer].connects++;
 	say("peer %s: %s", peer_name(c), c->initiator ? "connected" : "accepted");
 	if (!c->initiator)
 		return;
@@ -1188,6 +1223,58 @@ static void conn_reap(void)
 	}
 }
 
+/* ---------- the status file ---------- */
+
+/* Write the counters (status FILE), whole or not at all: a new file,
+ * renamed over the old. */
+static void status_write(void)
+{
+	char tmp[300];
+	FILE *f;
+	int i;
+
+	br.status_dirty = false;
+	br.status_ns = now_ns();
+	if (!br.conf.status[0])
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", br.conf.status, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f) {
+		say("status %s: %s", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "{\"bridge\": \"%s\", \"pid\": %d, \"peers\": [", br.conf.name, (int)getpid());
+	for (i = 0; i < br.conf.npeers; i++) {
+		const struct peer_stats *p = &br.ps[i];
+		bool up = br.out[i] && br.out[i]->state == C_UP;
+		struct conn *c;
+
+		for (c = br.conns; c && !up; c = c->next)
+			up = !c->initiator && c->peer == i && c->state == C_UP;
+		fprintf(f, "%s\n  {\"name\": \"%s\", \"connected\": %s, \"connects\": %llu, "
+			"\"refused\": %llu, \"streams\": %llu, \"stream_errors\": %llu, "
+			"\"sent\": {\"messages\": %llu, \"bytes\": %llu}, "
+			"\"received\": {\"messages\": %llu, \"bytes\": %llu}, "
+			"\"credit_stalls\": %llu, \"lane_stalls\": %llu}",
+			i ? "," : "", br.conf.peers[i].name, up ? "true" : "false",
+			(unsigned long long)p->connects, (unsigned long long)p->refused,
+			(unsigned long long)p->streams, (unsigned long long)p->stream_errors,
+			(unsigned long long)p->sent_msgs, (unsigned long long)p->sent_bytes,
+			(unsigned long long)p->recv_msgs, (unsigned long long)p->recv_bytes,
+			(unsigned long long)p->credit_stalls, (unsigned long long)p->lane_stalls);
+	}
+	fprintf(f, "\n], \"routes\": [");
+	for (i = 0; i < br.conf.nroutes; i++)
+		fprintf(f, "%s\n  {\"proxy\": \"%s\", \"peer\": \"%s\", \"open\": %s}",
+			i ? "," : "", br.conf.routes[i].proxy,
+			br.conf.peers[br.conf.routes[i].peer].name, br.routes[i].rx ? "true" : "false");
+	fprintf(f, "\n]}\n");
+	if (fclose(f) || rename(tmp, br.conf.status)) {
+		say("status %s: %s", br.conf.status, strerror(errno));
+		unlink(tmp);
+	}
+}
+
 /* ---------- the loop ---------- */
 
 static int setup(void)
@@ -1322,6 +1409,8 @@ static int sleep_ms(void)
 	for (i = 0; i < br.conf.npeers; i++)
 		if (!br.out[i] && br.reconnect_at[i] > now && br.reconnect_at[i] < next)
 			next = br.reconnect_at[i];
+	if (br.status_dirty && br.status_ns + STATUS_EVERY_NS < next)
+		next = br.status_ns + STATUS_EVERY_NS;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)((next - now) / 1000000 + 1);
@@ -1343,6 +1432,10 @@ static int loop(void)
 		while (ucp_worker_progress(br.worker))
 			br.work = true;
 		step();
+		if (br.work)
+			br.status_dirty = true;
+		if (br.status_dirty && now_ns() - br.status_ns >= STATUS_EVERY_NS)
+			status_write();
 		if (br.stop) {
 			struct conn *c;
 
@@ -1396,9 +1489,11 @@ static void usage(FILE *to)
 	fprintf(to,
 		"usage: lzchan-bridged [-v] -c CONFIG\n"
 		"       lzchan-bridged --check -c CONFIG\n"
+		"       lzchan-bridged --status -c CONFIG\n"
 		"Carries lzchan channels to and from other hosts over UCX (lzchan-bridged(8)).\n"
 		"  -c, --config FILE   the configuration (default /etc/lzchan/bridged.conf)\n"
 		"  --check             read the configuration, say what is wrong, exit\n"
+		"  --status            print the running bridge's counters (JSON; 'status FILE')\n"
 		"  -v, --verbose       say more\n");
 }
 
@@ -1407,12 +1502,13 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "status", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *config = "/etc/lzchan/bridged.conf";
-	bool check = false;
+	bool check = false, status = false;
 	char err[512];
 	int c, i, ret;
 
@@ -1423,6 +1519,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			check = true;
+			break;
+		case 'S':
+			status = true;
 			break;
 		case 'v':
 			verbose++;
@@ -1447,6 +1546,25 @@ int main(int argc, char **argv)
 		say("%s", err);
 		return 2;
 	}
+	if (status) {
+		char buf[4096];
+		size_t n;
+		FILE *f;
+
+		if (!br.conf.status[0]) {
+			say("%s: no 'status FILE': the bridge keeps no counters to show", config);
+			return 1;
+		}
+		f = fopen(br.conf.status, "re");
+		if (!f) {
+			say("%s: %s (is the bridge running?)", br.conf.status, strerror(errno));
+			return 1;
+		}
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, n, stdout);
+		fclose(f);
+		return 0;
+	}
 	if (check) {
 		printf("%s: bridge '%s', %d peers, %d routes, %d access entries\n", config,
 		       br.conf.name, br.conf.npeers, br.conf.nroutes, br.conf.nallows);
@@ -1455,9 +1573,11 @@ int main(int argc, char **argv)
 	if (setup())
 		return 1;
 	say("bridge '%s' up%s", br.conf.name, br.conf.has_listen ? ", listening" : "");
+	status_write();
 	ret = loop();
 	for (i = 0; i < br.conf.nroutes; i++)
 		route_down(&br.routes[i], "the bridge stops");
+	status_write();
 	if (br.listener)
 		ucp_listener_destroy(br.listener);
 	ucp_worker_destroy(br.worker);
