@@ -251,6 +251,7 @@ int lzb_cmd_alt(int argc, char **argv);
 int lzb_cmd_ipm(int argc, char **argv);
 int lzb_cmd_headline(int argc, char **argv);
 int lzb_cmd_plot(int argc, char **argv);
+int lzb_cmd_remote(int argc, char **argv);
 
 /* Building blocks the headline reuses (each returns its figure, NaN on
  * failure with the reason printed). */
