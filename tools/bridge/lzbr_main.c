@@ -9,7 +9,7 @@
  * carry sequence numbers and are paced by credit: the receiving bridge
  * queues at most its window per stream, so a slow receiver fills the
  * proxy lane and the local sender sees a full ring.  The protocol is in
- * lzbr_wire.h; Documentation/admin/bridge.rst describes it all.
+ * lzbr_wire.h; lzchan-bridged(8) and the admin guide describe it for users.
  *
  * Single-threaded: an epoll loop over UCX's worker fd, the proxies' event
  * fds, a timer and a signalfd.  Idle, it sleeps.

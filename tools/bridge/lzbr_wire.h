@@ -3,9 +3,12 @@
  * lzchan-bridged's wire protocol: what two bridges say to each other over
  * one UCX endpoint, as active messages of one id.  Every message is this
  * fixed header (the active message's header) and a payload (its data) of
- * exactly hdr.len bytes.  Little-endian, explicit widths; a field this
- * version does not use must be 0.  Documentation/admin/bridge.rst has the
- * exchange; everything here is checked before use (lzbr_wire.c).
+ * exactly hdr.len bytes.  Explicit widths, in the host's byte order (both
+ * bridges little-endian: a big-endian peer's magic reads 0x5a4c, and it is
+ * refused as malformed, never misread); a field this version does not use
+ * must be 0.  The exchange is the order of enum lzbr_type below; what it
+ * means for users is in lzchan-bridged(8).  Everything here is checked
+ * before use (lzbr_wire.c).
  */
 #ifndef LZBR_WIRE_H
 #define LZBR_WIRE_H
