@@ -255,7 +255,8 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * a message that spanned slots, a full view of the lane), bit 31
 	 * set while an inline reservation is open. */
 	uint32_t tx_max, tx_room;
-	const int *lost;		/* nonzero once the mapping was cut (shm) */
+	const int *lost;		/* the guard's word, as cut (read by code
+					 * built with earlier 0.3 headers) */
 	struct lzchan_slot_hdr *resv_slot;	/* an inline reservation's slot */
 	char *slots;
 	struct lzchan_shm_hdr *hdr;
@@ -281,6 +282,10 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
 	uint32_t *active;		/* lanes polled by receive-any */
 	struct __lzchan_rxlane *lanes;
+	/* both: nonzero once the mapping was cut (shm), stored by the
+	 * library's SIGBUS handler; what __lzchan_cut() reads (a word of
+	 * the handle's own: one load, where *lost is two) */
+	uint32_t cut;
 };
 
 /* Copy a small message (n <= LZCHAN_INLINE_MAX) without a call: two
@@ -327,13 +332,13 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
 #define LZCHAN_ATTN_POISON	0xffffffffU
 static inline int __lzchan_cut(const struct __lzchan_fast *f)
 {
-	/* The handler also marks the handle's guard, which f->lost points
-	 * at (a word nobody else writes).  Relaxed: stored by the handler
-	 * on this thread, during an access before this one in program
-	 * order; the signal fence keeps the compiler from hoisting the load
-	 * above that access. */
+	/* The handler also marks the handle's own cut word (nobody else
+	 * writes it).  Relaxed: stored by the handler on this thread,
+	 * during an access before this one in program order; the signal
+	 * fence keeps the compiler from hoisting the load above that
+	 * access. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return __lzchan_unlikely(__atomic_load_n(f->lost, __ATOMIC_RELAXED) != 0);
+	return __lzchan_unlikely(__atomic_load_n(&f->cut, __ATOMIC_RELAXED) != 0);
 }
 
 /* Inline sends count the lane's bytes and publish the lane's message and
@@ -741,9 +746,11 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 		/* Then its length, relaxed (published by that seq), read
 		 * once: the sender may change it, so only this copy is
 		 * checked and used; a pad, a longer message or garbage is
-		 * over rx_max. */
-		} else if (__lzchan_likely(peek == rl->head) &&
-			   __lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
+		 * over rx_max.  Views still outstanding on the lane (head
+		 * short of peek) are released with it, as the library's
+		 * receive releases them (a peek, then a release of the
+		 * message taken). */
+		} else if (__lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
 					   f->rx_max && len <= cap)) {
 			if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
 				__builtin_unreachable();

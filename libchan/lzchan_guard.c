@@ -77,6 +77,15 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		/* Relaxed: read by the same call (__lzchan_cut(), after
 		 * the access that faulted, on this thread) or a later one. */
 		__atomic_store_n(&g->lost, 1, __ATOMIC_RELAXED);
+		/* The handle's own copy of that mark, which __lzchan_cut()
+		 * reads (one load where g->lost through f.lost is two).
+		 * Relaxed, as lost. */
+		{
+			uint32_t *c = __atomic_load_n(&g->cut, __ATOMIC_RELAXED);
+
+			if (c)
+				__atomic_store_n(c, 1, __ATOMIC_RELAXED);
+		}
 		/* A sender's attn_seen: the replacement's attn reads 0, so
 		 * the inline send's check after publishing (a relaxed load
 		 * after its signal fence, on this thread) sees them differ
@@ -137,6 +146,7 @@ static void __lz_guard_set(struct __lzchan_guard *g, uintptr_t start, size_t len
 	g->hdr_off = hdr_off;
 	/* Relaxed, as the other fields: the odd count keeps a handler off. */
 	__atomic_store_n(&g->poison, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->cut, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->lost, 0, __ATOMIC_RELAXED);
 	/* Pairs with the handler's acquire load of seq: the fields are in
 	 * place before the even count says so. */
@@ -194,6 +204,15 @@ void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word)
 {
 	if (g)
 		__atomic_store_n(&g->poison, word, __ATOMIC_RELAXED);
+}
+
+/* Word @word (the handle's f.cut, which __lzchan_cut() reads) is to be
+ * set to 1 when the mapping is replaced.  Relaxed, as the handler reads
+ * it (the handle's own thread makes the accesses that fault). */
+void __lzchan_guard_cut_word(struct __lzchan_guard *g, uint32_t *word)
+{
+	if (g)
+		__atomic_store_n(&g->cut, word, __ATOMIC_RELAXED);
 }
 
 /* Was the guarded mapping replaced (its file cut short under it)? */

@@ -690,7 +690,7 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 				  bool *cut)
 {
 	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k;
-	const int *lost = ch->f.lost;	/* the guard word, as __lzchan_cut() reads it */
+	const uint32_t *cutw = &ch->f.cut;	/* as __lzchan_cut() reads it */
 	uint64_t bytes = 0;
 
 	if ((int32_t)room <= 0)
@@ -719,7 +719,7 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 		 * the handler stores the word on this thread, during an access
 		 * above, which the signal fence keeps the load after. */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (__lzchan_unlikely(__atomic_load_n(lost, __ATOMIC_RELAXED) != 0)) {
+		if (__lzchan_unlikely(__atomic_load_n(cutw, __ATOMIC_RELAXED) != 0)) {
 			*cut = true;	/* this one met the cut: not sent */
 			bytes -= len;
 			break;

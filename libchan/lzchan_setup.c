@@ -732,7 +732,8 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, page);
 	if (!ch->guard)
 		return -errno;
-	ch->f.lost = &ch->guard->lost;	/* __lzchan_cut() reads it */
+	ch->f.lost = &ch->guard->lost;	/* earlier 0.3 headers read it */
+	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);	/* __lzchan_cut() reads it */
 	/* The inline send learns of a cut by attn_seen (lzchan.h). */
 	if (ch->f.role == LZCHAN_SENDER)
 		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen);

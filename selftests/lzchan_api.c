@@ -443,6 +443,43 @@ TEST(peek_release)
 	pair_close(&p);
 }
 
+/* A receive while views of the lane are outstanding takes the message
+ * after them and releases them with it, inline as in the library: no
+ * message twice, none skipped, and all the room back for the sender. */
+TEST(recv_releases_outstanding_views)
+{
+	struct lzchan_msg a;
+	char buf[16];
+	struct pair p;
+	int i;
+
+	ASSERT_EQ(0, pair_open(&p, "views", lz_opts(64, 64, 1)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "one", 3));
+	ASSERT_EQ(0, lzchan_send(p.tx, "two", 3));
+	ASSERT_EQ(0, lzchan_send(p.tx, "six", 3));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
+	EXPECT_EQ(0, memcmp(a.data, "one", 3));
+	ASSERT_EQ(3, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ(0, memcmp(buf, "two", 3));
+	/* The view went with it: releasing it now changes nothing. */
+	lzchan_release(p.rx, &a);
+	ASSERT_EQ(3, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ(0, memcmp(buf, "six", 3));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* Caught up: the whole ring is the sender's again. */
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, lzchan_send(p.tx, &i, sizeof(i)));
+	EXPECT_EQ(-EAGAIN, lzchan_send(p.tx, &i, sizeof(i)));
+	for (i = 0; i < 64; i++) {
+		int v = -1;
+
+		ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, &v, sizeof(v), NULL));
+		ASSERT_EQ(i, v);
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	pair_close(&p);
+}
+
 TEST(directed_and_any)
 {
 	struct lzchan *rx, *t0, *t1;
