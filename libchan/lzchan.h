@@ -109,6 +109,15 @@ int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns);
 void lzchan_close(struct lzchan *ch);
 
 /*
+ * Close as lzchan_close() does, but as a death, not a clean close: the
+ * peer's lzchan_end_cause() then says LZCHAN_END_LOST.  For a proxy whose
+ * own party died or was cut off (lzchan-bridged, for a remote sender that
+ * died).  Messages already sent are still delivered first.  Since
+ * LZCHAN_0.3.
+ */
+void lzchan_close_lost(struct lzchan *ch);
+
+/*
  * How the peer whose end was last reported left.  Receiver: @lane's last
  * sender whose -EPIPE was delivered; sender: the receiver (@lane is
  * LZCHAN_LANE_NONE).  0: no end yet; LZCHAN_END_CLOSED: it closed its

@@ -1101,7 +1101,9 @@ static void *__lzchan_shm_reach(struct lzchan *ch, size_t *len, struct __lzchan_
 	return p;
 }
 
-void lzchan_close(struct lzchan *ch)
+/* Close @ch; @clean: record a clean close (lzchan_end_cause() says
+ * CLOSED), else leave it unrecorded, as a death leaves it (LOST). */
+static void __lz_close(struct lzchan *ch, bool clean)
 {
 	struct __lzchan_guard *reach_guard = NULL;
 	size_t reach_len = 0;
@@ -1130,7 +1132,8 @@ void lzchan_close(struct lzchan *ch)
 			 * own futex), and a clean close (lzchan_end_cause());
 			 * relaxed: published by the release store of GONE. */
 			__lz_store(&ch->f.rx->armed, 0);
-			__lz_store(&ch->f.hdr->rx_bye, LZCHAN_STATUS_GEN(st));
+			if (clean)
+				__lz_store(&ch->f.hdr->rx_bye, LZCHAN_STATUS_GEN(st));
 			/* Pairs with the senders' acquire loads of rx_status. */
 			__lz_store_rel(&ch->f.hdr->rx_status,
 				       LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_RX_GONE));
@@ -1152,7 +1155,8 @@ void lzchan_close(struct lzchan *ch)
 
 			/* A clean close (lzchan_end_cause()); relaxed:
 			 * published by the release store of CLOSED. */
-			__lz_store(&ch->lane_info[ch->lane].bye, LZCHAN_STATUS_GEN(st));
+			if (clean)
+				__lz_store(&ch->lane_info[ch->lane].bye, LZCHAN_STATUS_GEN(st));
 			/* Pairs with the receiver's acquire load of the lane
 			 * status: our last messages are visible before CLOSED. */
 			__lz_store_rel(status, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st),
@@ -1186,7 +1190,7 @@ void lzchan_close(struct lzchan *ch)
 		__lzchan_sock_close(ch);
 	/* dev: a clean close, for the module to record (old modules:
 	 * ENOTTY, nothing recorded). */
-	if (ch->backend == LZCHAN_BACKEND_DEV && ch->fd >= 0)
+	if (clean && ch->backend == LZCHAN_BACKEND_DEV && ch->fd >= 0)
 		(void)ioctl(ch->fd, LZCHAN_IOC_BYE);
 	if (reach) {
 		__lzchan_guard_retire(reach_guard);
@@ -1209,6 +1213,16 @@ void lzchan_close(struct lzchan *ch)
 	free(ch->watch);
 	free(ch->cont);
 	free(ch);
+}
+
+void lzchan_close(struct lzchan *ch)
+{
+	__lz_close(ch, true);
+}
+
+void lzchan_close_lost(struct lzchan *ch)
+{
+	__lz_close(ch, false);
 }
 
 int lzchan_unlink(const char *name)

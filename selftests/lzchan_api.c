@@ -1130,7 +1130,7 @@ TEST(clean_close_or_crash)
 	EXPECT_EQ(-EINVAL, lzchan_end_cause(rx, 2));
 	EXPECT_EQ(-EBADF, lzchan_end_cause(NULL, 0));
 	ASSERT_EQ(0, pipe(ready));
-	for (k = 0; k < 2; k++) {	/* 0: closes; 1: killed */
+	for (k = 0; k < 3; k++) {	/* 0: closes; 1: killed; 2: closes as lost */
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (!pid) {
@@ -1140,6 +1140,10 @@ TEST(clean_close_or_crash)
 				_exit(1);
 			if (k == 0) {
 				lzchan_close(t2);
+				_exit(0);
+			}
+			if (k == 2) {
+				lzchan_close_lost(t2);
 				_exit(0);
 			}
 			if (write(ready[1], "r", 1) != 1)
@@ -1161,7 +1165,8 @@ TEST(clean_close_or_crash)
 			EXPECT_FALSE(lz_expect_dev()) TH_LOG("the module does not record closes");
 			continue;
 		}
-		EXPECT_EQ(want, r) TH_LOG("sender %s", k ? "killed" : "closed");
+		EXPECT_EQ(want, r) TH_LOG("sender %s", k == 1 ? "killed" :
+					  k ? "closed as lost" : "closed");
 	}
 
 	/* The receiver, seen by a sender: closed, then killed. */
@@ -1173,6 +1178,14 @@ TEST(clean_close_or_crash)
 	r = lzchan_end_cause(tx, LZCHAN_LANE_NONE);
 	EXPECT_TRUE(r == LZCHAN_END_CLOSED || (r == LZCHAN_END_UNKNOWN && !lz_expect_dev()))
 		TH_LOG("receiver closed: %d", r);
+	/* A receiver that closes as lost (a bridge whose far receiver died). */
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(0, lzchan_end_cause(tx, LZCHAN_LANE_NONE));
+	lzchan_close_lost(rx);
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "x", 1));
+	r = lzchan_end_cause(tx, LZCHAN_LANE_NONE);
+	EXPECT_TRUE(r == LZCHAN_END_LOST || (r == LZCHAN_END_UNKNOWN && !lz_expect_dev()))
+		TH_LOG("receiver closed as lost: %d", r);
 	pid = receiver_child(name, 0, NULL, ready);
 	ASSERT_LT(0, pid);
 	EXPECT_EQ(0, lzchan_end_cause(tx, LZCHAN_LANE_NONE));

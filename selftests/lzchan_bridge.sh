@@ -224,7 +224,7 @@ lines() { [ -s "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
 killed_sender() {
 	local k s r
 	until_ok 20 proxy_exists A kill@hostB || return 1
-	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/kill.out" &
+	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/kill.out" 2> "$tmp/kill.err" &
 	r=$!
 	rx_wait B kill || return 1
 	spawn "$tmp/k.pid" A "$tool" send kill@hostB --timeout 60000 < "$tmp/many" 2>/dev/null
@@ -234,15 +234,20 @@ killed_sender() {
 	wait $r || { echo "# no end of stream for the killed sender: $(wc -l < "$tmp/kill.out") received,"\
 		"last '$(tail -n 1 "$tmp/kill.out")'; $(on B "$tool" show kill --json | head -c 1500)"; return 1; }
 	until_ok 10 log_has B "into 'kill' died" || { echo "# B was not told it died"; return 1; }
-	# ... and a sender after it is carried as before.
-	on B "$tool" recv kill --count 1000 --timeout 20000 > "$tmp/after.out" &
+	# ... as a death, not a clean close (lzchan_end_cause() says LOST) ...
+	grep -q "its sender died" "$tmp/kill.err" ||
+		{ echo "# B's receiver was not told the sender died: '$(cat "$tmp/kill.err")'"; return 1; }
+	# ... and a sender after it is carried as before, its close a clean one.
+	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/after.out" 2> "$tmp/after.err" &
 	r=$!
 	rx_wait B kill || return 1
 	seq 1 1000 | on A "$tool" send kill@hostB --timeout 20000 &
 	s=$!
-	wait $r && wait $s && seq 1 1000 | cmp -s - "$tmp/after.out"
+	wait $r && wait $s && seq 1 1000 | cmp -s - "$tmp/after.out" || return 1
+	! grep -q "died" "$tmp/after.err" ||
+		{ echo "# a clean close said: '$(cat "$tmp/after.err")'"; return 1; }
 }
-check "a remote sender killed: end of stream on its lane, the next one carried" killed_sender
+check "a remote sender killed: end of stream on its lane as a death, the next one carried and closed cleanly" killed_sender
 
 # 5: the receiving bridge killed and restarted: the sender sees an error,
 # then a new sender gets through.

@@ -1121,6 +1121,10 @@ static int cmd_recv(int argc, char **argv)
 			continue;
 		}
 		if (ret == -EPIPE) {
+			/* Said, not failed: everything it sent was received. */
+			if (lzchan_end_cause(ch, lane) == LZCHAN_END_LOST)
+				fprintf(stderr, "lzchan recv: %s: lane %u: its sender died or was "
+					"cut off (all it sent was received)\n", name, lane);
 			if (eof)
 				break;		/* a sender finished: end of stream */
 			continue;
@@ -1514,6 +1518,8 @@ static const struct cmd cmds[] = {
 	  "  --timeout MS       give up after MS ms without a message: exit 3\n"
 	  "  --records          length-prefixed records instead of lines\n"
 	  "  --eof              stop when a sender has closed and all it sent is out\n"
+	  "A sender that died, or was cut off (a remote one, through lzchan-bridged),\n"
+	  "is named on stderr when its lane ends.\n"
 	  "  --spin-ns NS       spin this long before parking (50000)\n"
 	  "  --publish-every N  publish the read position every N slots\n" },
 	{ "watch", NULL, cmd_watch,

@@ -111,6 +111,9 @@ struct istream {
 	struct msgbuf *q, **qtail;	/* arrived, the local lane was full */
 	uint64_t qbytes;
 	bool end_pending;
+	bool clean;			/* its END said the sender closed: the
+					 * lane ends as a clean close, else as
+					 * a death (lzchan_close_lost()) */
 	uint64_t msgs, bytes;
 };
 
@@ -196,7 +199,7 @@ static struct {
 } br;
 
 static void conn_fail(struct conn *c, int err, const char *why);
-static void route_down(struct route *r, const char *why);
+static void route_down(struct route *r, const char *why, bool lost);
 
 /* ---------- sending ---------- */
 
@@ -524,8 +527,14 @@ static void istream_free(struct conn *c, struct istream *s)
 		s->q = m->next;
 		free(m);
 	}
-	/* Its lane ends: the receiver drains it, then sees end-of-stream. */
-	lzchan_close(s->tx);
+	/* Its lane ends: the receiver drains it, then sees end-of-stream,
+	 * and lzchan_end_cause() says CLOSED only when the remote sender
+	 * closed; LOST when it died, its stream broke off or the connection
+	 * to its host went. */
+	if (s->clean)
+		lzchan_close(s->tx);
+	else
+		lzchan_close_lost(s->tx);
 	free(s);
 }
 
@@ -701,6 +710,7 @@ static void istream_end_msg(struct conn *c, const struct lzbr_hdr *h)
 	if (h->arg == LZBR_CAUSE_LOST)
 		say("peer %s: the sender (uid %u pid %d) into '%s' died", peer_name(c), s->uid,
 		    s->pid, s->channel);
+	s->clean = h->arg == LZBR_CAUSE_CLOSED;
 	s->end_pending = true;
 	istream_pump(c, s);
 }
@@ -757,7 +767,8 @@ static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 		snprintf(why, sizeof(why), "%s '%s' there: %s",
 			 h->type == LZBR_REFUSED ? "refused" : "ended by",
 			 r->rc->channel, strerror(h->arg < 4096 ? (int)h->arg : EPROTO));
-		route_down(r, why);
+		/* An orderly answer of the far bridge's: not a loss. */
+		route_down(r, why, false);
 		r->retry_at = now_ns() + PROXY_RETRY_NS;
 		return;
 	}
@@ -810,7 +821,9 @@ fail:
 
 /* The proxy goes (its peer went, or refused): its senders get -EPIPE, and
  * the name goes with it until the peer is back. */
-static void route_down(struct route *r, const char *why)
+/* Close route @r's proxy (@why, for the log); @lost: its senders'
+ * lzchan_end_cause() says LOST (the far side was cut off), else CLOSED. */
+static void route_down(struct route *r, const char *why, bool lost)
 {
 	uint32_t l;
 
@@ -830,7 +843,10 @@ static void route_down(struct route *r, const char *why)
 	}
 	if (!r->fd_off)
 		epoll_ctl(br.epfd, EPOLL_CTL_DEL, lzchan_event_fd(r->rx), NULL);
-	lzchan_close(r->rx);
+	if (lost)
+		lzchan_close_lost(r->rx);
+	else
+		lzchan_close(r->rx);
 	r->rx = NULL;
 	free(r->lanes);
 	r->lanes = NULL;
@@ -879,7 +895,7 @@ static void route_pump(struct route *r)
 					char why[96];
 
 					snprintf(why, sizeof(why), "lane %u: %s", l, strerror(-ret));
-					route_down(r, why);
+					route_down(r, why, true);
 					r->retry_at = now_ns() + PROXY_RETRY_NS;
 					return;
 				}
@@ -913,7 +929,7 @@ static void route_pump(struct route *r)
 				uint64_t cost = LZBR_COST(os->pend.len);
 
 				if (os->pend.len > os->max_msg) {
-					route_down(r, "a message longer than the channel there takes");
+					route_down(r, "a message longer than the channel there takes", false);
 					r->retry_at = now_ns() + PROXY_RETRY_NS;
 					return;
 				}
@@ -997,7 +1013,7 @@ static void conn_close(struct conn *c)
 
 	for (i = 0; i < br.conf.nroutes; i++)
 		if (br.routes[i].conn == c) {
-			route_down(&br.routes[i], "its peer's connection closed");
+			route_down(&br.routes[i], "its peer's connection closed", true);
 			br.routes[i].retry_at = 0;
 		}
 	while (c->istreams)
@@ -1441,7 +1457,7 @@ static int loop(void)
 
 			if (!stop_deadline) {
 				for (i = 0; i < br.conf.nroutes; i++)
-					route_down(&br.routes[i], "the bridge stops");
+					route_down(&br.routes[i], "the bridge stops", false);
 				for (c = br.conns; c; c = c->next)
 					if (c->state != C_CLOSING)
 						conn_close(c);
@@ -1463,7 +1479,7 @@ static int loop(void)
 
 					snprintf(why, sizeof(why), "cannot wait for it: %s",
 						 strerror(-r));
-					route_down(rt, why);
+					route_down(rt, why, true);
 					rt->retry_at = now_ns() + PROXY_RETRY_NS;
 				}
 				br.work = true;
@@ -1576,7 +1592,7 @@ int main(int argc, char **argv)
 	status_write();
 	ret = loop();
 	for (i = 0; i < br.conf.nroutes; i++)
-		route_down(&br.routes[i], "the bridge stops");
+		route_down(&br.routes[i], "the bridge stops", false);
 	status_write();
 	if (br.listener)
 		ucp_listener_destroy(br.listener);
