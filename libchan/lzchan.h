@@ -448,6 +448,28 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 		uint32_t *gid);
 
 /*
+ * Where a lane's sender speaks for a party elsewhere (lzchan-bridged, for
+ * a sender on another host): who that is, as the proxy reports it.
+ * Fills @o (set o->size to sizeof(*o) first) from the origin record the
+ * lane's sender wrote (in $LZCHAN_ORIGIN_DIR, default
+ * /run/lzchan-bridged/origin), believed only when the kernel says that
+ * very process holds the lane (lzchan_peer()) and the file is its uid's.
+ * 0; -ENOENT: the lane's sender claims no origin (a local sender);
+ * -ENOTCONN: nobody on the lane; -EPROTO: a malformed record; -EBADF (not
+ * a receiver), -EINVAL, and lzchan_peer()'s errors.  Since LZCHAN_0.3.
+ */
+#define LZCHAN_ORIGIN_DIR_DEFAULT	"/run/lzchan-bridged/origin"
+struct lzchan_origin {
+	uint32_t size;		/* in: sizeof(struct lzchan_origin) */
+	uint32_t uid;		/* the remote sender's uid, on its host */
+	int32_t pid;		/* ... and its pid there */
+	uint32_t reserved;	/* 0 */
+	char host[64];		/* its host, as the local bridge names the peer */
+};
+#define LZCHAN_ORIGIN_SIZE_V1	80
+int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o);
+
+/*
  * Ask the loaded kernel module what it supports.
  * Returns 0 and fills @out, or -ENOENT when /dev/lzchan does not exist (the
  * module is not loaded), -EACCES when the caller may not open it, or the

@@ -1394,6 +1394,106 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 	return 0;
 }
 
+/*
+ * The origin records of proxies (lzchan_peer_origin(3)): a file
+ * DIR/CHANNEL.LANE, written by the process that holds the lane, one line:
+ *   lzchan-origin 1 pid=PID host=HOST uid=UID rpid=RPID
+ * Believed only when its owner is the lane's sender's uid and PID is the
+ * lane's sender's pid, as the kernel reports them (lzchan_peer()).
+ */
+static int __lz_origin_path(char *buf, size_t len, const char *name, uint32_t lane)
+{
+	const char *dir = getenv("LZCHAN_ORIGIN_DIR");
+
+	if (!dir || !*dir)
+		dir = LZCHAN_ORIGIN_DIR_DEFAULT;
+	if ((size_t)snprintf(buf, len, "%s/%s.%u", dir, name, lane) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Parse an origin record (@len bytes at @buf, NUL-terminated) into @o,
+ * and its writer's pid into *@pid: 0, or -EPROTO for anything else than
+ * exactly the line above, with a host of 1 to 63 printable characters
+ * other than space (a bridge's peer name) and numbers in range. */
+static int __lz_origin_parse(const char *buf, size_t len, struct lzchan_origin *o, int32_t *pid)
+{
+	char host[sizeof(o->host)];
+	unsigned int uid;
+	int wpid, rpid, end = -1;
+	size_t n;
+
+	if (len == 0 || len > 255 || buf[len - 1] != '\n' || strlen(buf) != len)
+		return -EPROTO;
+	if (sscanf(buf, "lzchan-origin 1 pid=%d host=%63[!-~] uid=%u rpid=%d\n%n",
+		   &wpid, host, &uid, &rpid, &end) != 4 || end != (int)len || wpid <= 0 ||
+	    rpid < 0)
+		return -EPROTO;
+	n = strlen(host);
+	memset(o->host, 0, sizeof(o->host));
+	memcpy(o->host, host, n);
+	o->uid = uid;
+	o->pid = rpid;
+	*pid = wpid;
+	return 0;
+}
+
+int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o)
+{
+	char path[PATH_MAX], buf[257];
+	struct lzchan_origin got;
+	int32_t pid, wpid;
+	struct stat st;
+	uint32_t uid;
+	ssize_t n;
+	int fd, ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	if (!o || o->size < LZCHAN_ORIGIN_SIZE_V1 || lane >= ch->f.max_senders)
+		return -EINVAL;
+	/* Who holds the lane, as the kernel says. */
+	ret = lzchan_peer(ch, lane, &pid, &uid, NULL);
+	if (ret)
+		return ret;
+	ret = __lz_origin_path(path, sizeof(path), ch->name, lane);
+	if (ret)
+		return ret;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP ? -ENOENT : -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	/* Only what the lane's sender (its uid) wrote, in a plain file. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != uid || st.st_size > 256) {
+		ret = -ENOENT;
+		goto out_close;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	buf[n] = 0;
+	ret = __lz_origin_parse(buf, (size_t)n, &got, &wpid);
+	if (ret)
+		goto out_close;
+	/* A record of another process (an earlier holder of the lane, or
+	 * one in another pid namespace) says nothing about this one. */
+	if (wpid != pid) {
+		ret = -ENOENT;
+		goto out_close;
+	}
+	got.size = o->size < sizeof(got) ? o->size : (uint32_t)sizeof(got);
+	got.reserved = 0;
+	memcpy(o, &got, got.size);
+out_close:
+	close(fd);
+	return ret;
+}
+
 int lzchan_dev_features(struct lzchan_features *out)
 {
 	struct lzchan_features f;

@@ -1461,6 +1461,98 @@ TEST(peer)
 	pair_close(&p);
 }
 
+/*
+ * lzchan_peer_origin(): a record believed only from the lane's holder (its
+ * pid and uid, as the kernel says), read once, every field checked.
+ */
+static void origin_write(const char *dir, const char *name, uint32_t lane, const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.%u", dir, name, lane);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, path))
+		abort();
+}
+
+TEST(peer_origin)
+{
+	char dir[] = "/tmp/lzchan-origin.XXXXXX", line[300], path[PATH_MAX];
+	struct lzchan_origin o = { .size = sizeof(o) };
+	static const char *const bad[] = {
+		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9",		/* no newline */
+		"lzchan-origin 2 pid=%d host=hostA uid=7 rpid=9\n",		/* version */
+		"lzchan-origin 1 pid=%d host= uid=7 rpid=9\n",			/* no host */
+		"lzchan-origin 1 pid=%d host=h01234567890123456789012345678901234567890123456789"
+		"0123456789012 uid=7 rpid=9\n",				/* 64 long */
+		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=-1\n",
+		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9 x\n",
+		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\nmore\n",
+		"lzchan-origin 1 pid=%d host=hostA uid=7\n",
+	};
+	struct pair p;
+	unsigned int k;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, setenv("LZCHAN_ORIGIN_DIR", dir, 1));
+	ASSERT_EQ(0, pair_open(&p, "orig", lz_opts(64, 64, 2)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	/* A local sender claims nothing; nobody on lane 1. */
+	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+	EXPECT_EQ(-ENOTCONN, lzchan_peer_origin(p.rx, 1, &o));
+	EXPECT_EQ(-EINVAL, lzchan_peer_origin(p.rx, 2, &o));
+	EXPECT_EQ(-EBADF, lzchan_peer_origin(p.tx, 0, &o));
+	EXPECT_EQ(-EINVAL, lzchan_peer_origin(p.rx, 0, NULL));
+	o.size = 8;
+	EXPECT_EQ(-EINVAL, lzchan_peer_origin(p.rx, 0, &o));
+	o.size = sizeof(o);
+
+	/* Ours (we hold lane 0): believed. */
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA.lan uid=1000 rpid=4242\n",
+		 getpid());
+	origin_write(dir, p.name, 0, line);
+	ASSERT_EQ(0, lzchan_peer_origin(p.rx, 0, &o));
+	EXPECT_STREQ("hostA.lan", o.host);
+	EXPECT_EQ(1000, o.uid);
+	EXPECT_EQ(4242, o.pid);
+	EXPECT_EQ(sizeof(o), o.size);
+
+	/* Another process's record (an earlier holder): not this one's. */
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n",
+		 getpid() + 1);
+	origin_write(dir, p.name, 0, line);
+	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+
+	/* Malformed: refused whole. */
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		snprintf(line, sizeof(line), bad[k], getpid());
+		origin_write(dir, p.name, 0, line);
+		EXPECT_EQ(-EPROTO, lzchan_peer_origin(p.rx, 0, &o)) TH_LOG("record %u", k);
+	}
+
+	/* Not the holder's uid, or not a plain file: nothing claimed. */
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", getpid());
+	origin_write(dir, p.name, 0, line);
+	snprintf(path, sizeof(path), "%s/%s.0", dir, p.name);
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, chown(path, 61004, 61004));
+		EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+	}
+	ASSERT_EQ(0, unlink(path));
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", getpid());
+	origin_write(dir, "real", 0, line);
+	snprintf(line, sizeof(line), "%s/real.0", dir);
+	ASSERT_EQ(0, symlink(line, path));
+	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+
+	pair_close(&p);
+	unsetenv("LZCHAN_ORIGIN_DIR");
+	snprintf(line, sizeof(line), "rm -rf %s", dir);
+	EXPECT_EQ(0, system(line));
+}
+
 /* ---- name squatting: another user creates the name first ---- */
 
 #define SQUATTER_UID	61001

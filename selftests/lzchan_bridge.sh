@@ -93,7 +93,7 @@ on() {
 	local h=$1; shift
 	local ns; eval "ns=\$$h"
 	ip netns exec "$ns" env UCX_TLS=tcp UCX_NET_DEVICES=all LZCHAN_BACKEND=shm \
-		LZCHAN_SHM_DIR="$tmp/$h/shm" "$@"
+		LZCHAN_SHM_DIR="$tmp/$h/shm" LZCHAN_ORIGIN_DIR="$tmp/$h/origin" "$@"
 }
 # spawn PIDFILE HOST CMD...: as on, in the background; PIDFILE gets the
 # command's own pid (what $! would give is a subshell's).
@@ -102,7 +102,8 @@ spawn() {
 	local ns; eval "ns=\$$h"
 	rm -f "$pf"
 	sh -c 'echo $$ > "$0"; exec "$@"' "$pf" ip netns exec "$ns" env UCX_TLS=tcp \
-		UCX_NET_DEVICES=all LZCHAN_BACKEND=shm LZCHAN_SHM_DIR="$tmp/$h/shm" "$@" <&0 &
+		UCX_NET_DEVICES=all LZCHAN_BACKEND=shm LZCHAN_SHM_DIR="$tmp/$h/shm" \
+		LZCHAN_ORIGIN_DIR="$tmp/$h/origin" "$@" <&0 &
 	until [ -s "$pf" ]; do sleep 0.01; done
 	pids="$pids $(cat "$pf")"
 }
@@ -224,11 +225,14 @@ lines() { [ -s "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; }
 killed_sender() {
 	local k s r
 	until_ok 20 proxy_exists A kill@hostB || return 1
-	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/kill.out" 2> "$tmp/kill.err" &
+	on B "$tool" recv kill --eof --who --timeout 20000 > "$tmp/kill.out" 2> "$tmp/kill.err" &
 	r=$!
 	rx_wait B kill || return 1
 	spawn "$tmp/k.pid" A "$tool" send kill@hostB --timeout 60000 < "$tmp/many" 2>/dev/null
 	until_ok 20 lines "$tmp/kill.out" 1000 || { echo "# nothing arrived"; return 1; }
+	# B's receiver knows who sends, through B's bridge (lzchan_peer_origin()).
+	grep -q "lane 0: remote sender uid $(id -u) pid $(cat "$tmp/k.pid") on hostA, through pid $bpid_B " \
+		"$tmp/kill.err" || { echo "# --who said: '$(cat "$tmp/kill.err")'"; return 1; }
 	kill -9 "$(cat "$tmp/k.pid")"
 	# The receiver sees that lane end (--eof stops there) ...
 	wait $r || { echo "# no end of stream for the killed sender: $(wc -l < "$tmp/kill.out") received,"\
@@ -237,6 +241,8 @@ killed_sender() {
 	# ... as a death, not a clean close (lzchan_end_cause() says LOST) ...
 	grep -q "its sender died" "$tmp/kill.err" ||
 		{ echo "# B's receiver was not told the sender died: '$(cat "$tmp/kill.err")'"; return 1; }
+	# ... and the lane's origin record went with the lane.
+	[ ! -e "$tmp/B/origin/kill.0" ] || { echo "# B's origin record stayed"; return 1; }
 	# ... and a sender after it is carried as before, its close a clean one.
 	on B "$tool" recv kill --eof --timeout 20000 > "$tmp/after.out" 2> "$tmp/after.err" &
 	r=$!

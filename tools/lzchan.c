@@ -1008,6 +1008,29 @@ static bool write_msg(const void *data, size_t len, bool records)
 	return true;
 }
 
+/* recv --who: who sends on @lane, on stderr -- the process the kernel
+ * names, and the party it speaks for if it is a bridge's proxy lane. */
+static void say_who(struct lzchan *ch, const char *name, uint32_t lane)
+{
+	struct lzchan_origin o = { .size = sizeof(o) };
+	uint32_t uid;
+	int32_t pid;
+	int r = lzchan_peer(ch, lane, &pid, &uid, NULL);
+
+	if (r) {
+		fprintf(stderr, "lzchan recv: %s: lane %u: sender unknown (%s)\n", name, lane,
+			strerror(-r));
+		return;
+	}
+	r = lzchan_peer_origin(ch, lane, &o);
+	if (!r)
+		fprintf(stderr, "lzchan recv: %s: lane %u: remote sender uid %u pid %d on %s, "
+			"through pid %d (uid %u)\n", name, lane, o.uid, o.pid, o.host, pid, uid);
+	else
+		fprintf(stderr, "lzchan recv: %s: lane %u: sender pid %d uid %u%s\n", name, lane,
+			pid, uid, r == -ENOENT ? "" : " (its origin record is malformed)");
+}
+
 static int cmd_recv(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1017,9 +1040,12 @@ static int cmd_recv(int argc, char **argv)
 		{ "eof", no_argument, NULL, 'e' },
 		{ "spin-ns", required_argument, NULL, 'S' },
 		{ "publish-every", required_argument, NULL, 'P' },
+		{ "who", no_argument, NULL, 'w' },
 		HELP_OPT, { 0 }
 	};
 	const int64_t slice_ns = 100 * 1000000LL;	/* check for signals */
+	uint8_t *named = NULL;		/* --who: lanes whose sender was named */
+	bool who = false;
 	struct lzchan_opts o;
 	struct lzchan_geom g;
 	struct lzchan *ch;
@@ -1032,7 +1058,7 @@ static int cmd_recv(int argc, char **argv)
 
 	lzchan_opts_init(&o);
 	reset_opts();
-	while ((c = next_opt(argc, argv, "c:t:reh", lo)) != -1) {
+	while ((c = next_opt(argc, argv, "c:t:rewh", lo)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
@@ -1049,6 +1075,9 @@ static int cmd_recv(int argc, char **argv)
 			break;
 		case 'e':
 			eof = true;
+			break;
+		case 'w':
+			who = true;
 			break;
 		case 'S':
 			if (!parse_u32_opt("--spin-ns", optarg, 0, UINT32_MAX, &o.spin_ns))
@@ -1076,8 +1105,11 @@ static int cmd_recv(int argc, char **argv)
 	}
 	lzchan_geometry(ch, &g);
 	buf = malloc(g.max_msg ? g.max_msg : 1);
-	if (!buf) {
+	if (who)
+		named = calloc(g.max_senders, 1);
+	if (!buf || (who && !named)) {
 		fail(name, ENOMEM, NULL);
+		free(buf);
 		lzchan_close(ch);
 		return EXIT_FAILED;
 	}
@@ -1115,11 +1147,17 @@ static int cmd_recv(int argc, char **argv)
 				break;
 		}
 		if (ret >= 0) {
+			if (who && lane < g.max_senders && !named[lane]) {
+				named[lane] = 1;
+				say_who(ch, name, lane);
+			}
 			if (!write_msg(buf, ret, records))
 				goto write_error;
 			got++;
 			continue;
 		}
+		if (ret == -EPIPE && who && lane < g.max_senders)
+			named[lane] = 0;	/* the next sender there is named anew */
 		if (ret == -EPIPE) {
 			/* Said, not failed: everything it sent was received. */
 			if (lzchan_end_cause(ch, lane) == LZCHAN_END_LOST)
@@ -1149,6 +1187,7 @@ static int cmd_recv(int argc, char **argv)
 	if (fflush(stdout))
 		goto write_error;
 	free(buf);
+	free(named);
 	lzchan_close(ch);
 	return rc;
 
@@ -1509,7 +1548,7 @@ static const struct cmd cmds[] = {
 	  "  --timeout MS  wait at most MS ms for room per message, and for the\n"
 	  "                receiver to take the last ones, else exit 3\n" },
 	{ "recv", NULL, cmd_recv,
-	  "recv NAME [--count N] [--timeout MS] [--records] [--eof]\n"
+	  "recv NAME [--count N] [--timeout MS] [--records] [--eof] [--who]\n"
 	  "              [--spin-ns NS] [--publish-every N]",
 	  "Receive messages to stdout as the channel's receiver: each message then\n"
 	  "a newline, or with --records the 4-byte little-endian length then the\n"
@@ -1518,10 +1557,13 @@ static const struct cmd cmds[] = {
 	  "  --timeout MS       give up after MS ms without a message: exit 3\n"
 	  "  --records          length-prefixed records instead of lines\n"
 	  "  --eof              stop when a sender has closed and all it sent is out\n"
-	  "A sender that died, or was cut off (a remote one, through lzchan-bridged),\n"
-	  "is named on stderr when its lane ends.\n"
+	  "  --who              name each lane's sender on stderr at its first message\n"
+	  "                     (for a remote one, through lzchan-bridged: its host,\n"
+	  "                     uid and pid there)\n"
 	  "  --spin-ns NS       spin this long before parking (50000)\n"
-	  "  --publish-every N  publish the read position every N slots\n" },
+	  "  --publish-every N  publish the read position every N slots\n"
+	  "A sender that died, or was cut off (a remote one, through lzchan-bridged),\n"
+	  "is named on stderr when its lane ends.\n" },
 	{ "watch", NULL, cmd_watch,
 	  "watch [NAME] [--interval S] [--iterations N] [--json]",
 	  "A refreshing view of message and wakeup rates per channel, like top\n"

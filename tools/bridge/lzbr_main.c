@@ -22,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +114,8 @@ struct istream {
 	struct msgbuf *q, **qtail;	/* arrived, the local lane was full */
 	uint64_t qbytes;
 	bool end_pending;
+	uint32_t lane;			/* its lane in the local channel */
+	bool origin;			/* its origin record is written */
 	bool clean;			/* its END said the sender closed: the
 					 * lane ends as a clean close, else as
 					 * a death (lzchan_close_lost()) */
@@ -513,6 +518,86 @@ static struct istream *istream_find(struct conn *c, uint32_t id)
 	return NULL;
 }
 
+/* ---------- origin records (lzchan_peer_origin(3)) ----------
+ *
+ * For each remote sender's lane, a file $LZCHAN_ORIGIN_DIR/CHANNEL.LANE
+ * (default LZCHAN_ORIGIN_DIR_DEFAULT) saying which peer, uid and pid it
+ * carries.  A receiver believes it only because the kernel says this
+ * process holds the lane and the file is this uid's; so it is written
+ * after the lane is ours and removed before we let it go.
+ */
+static const char *origin_dir(void)
+{
+	const char *d = getenv("LZCHAN_ORIGIN_DIR");
+
+	return d && *d ? d : LZCHAN_ORIGIN_DIR_DEFAULT;
+}
+
+/* At start: the directory, if it is missing (its parent is the unit's
+ * RuntimeDirectory).  Only said when it cannot be made: the streams go on
+ * without records. */
+static void origin_setup(void)
+{
+	const char *d = origin_dir();
+	char parent[PATH_MAX];
+	char *slash;
+
+	if (!mkdir(d, 0755) || errno == EEXIST)
+		return;
+	/* Its parent too, once (the default's, outside systemd). */
+	if (errno == ENOENT && strlen(d) < sizeof(parent)) {
+		strcpy(parent, d);
+		slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = 0;
+			if ((!mkdir(parent, 0755) || errno == EEXIST) &&
+			    (!mkdir(d, 0755) || errno == EEXIST))
+				return;
+		}
+	}
+	say("origin records off: cannot create %s: %s", d, strerror(errno));
+}
+
+static void origin_write(struct conn *c, struct istream *s)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	int fd, n, ok;
+	char line[160];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.%u", origin_dir(), s->channel,
+			     s->lane) >= sizeof(path))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	n = snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=%s uid=%u rpid=%d\n",
+		     (int)getpid(), peer_name(c), s->uid, s->pid < 0 ? 0 : s->pid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		dbg("origin record %s: %s", tmp, strerror(errno));
+		return;
+	}
+	ok = write(fd, line, (size_t)n) == n;
+	ok = !close(fd) && ok;
+	/* Whole, or not there: a reader never sees half a line. */
+	if (!ok || rename(tmp, path) < 0) {
+		dbg("origin record %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	s->origin = true;
+}
+
+static void origin_remove(struct istream *s)
+{
+	char path[PATH_MAX];
+
+	if (!s->origin)
+		return;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.%u", origin_dir(), s->channel,
+			     s->lane) < sizeof(path))
+		unlink(path);
+	s->origin = false;
+}
+
 static void istream_free(struct conn *c, struct istream *s)
 {
 	struct istream **pp;
@@ -527,6 +612,8 @@ static void istream_free(struct conn *c, struct istream *s)
 		s->q = m->next;
 		free(m);
 	}
+	/* Before the lane goes: a next holder's record is its own. */
+	origin_remove(s);
 	/* Its lane ends: the receiver drains it, then sees end-of-stream,
 	 * and lzchan_end_cause() says CLOSED only when the remote sender
 	 * closed; LOST when it died, its stream broke off or the connection
@@ -605,6 +692,8 @@ static void istream_open(struct conn *c, const struct lzbr_hdr *h, const struct 
 		if (k > c->peak_streams)
 			c->peak_streams = k;
 	}
+	s->lane = g.lane;
+	origin_write(c, s);
 	say("peer %s: uid %u pid %d sends into '%s' (lane %u)", peer_name(c), o->uid, o->pid,
 	    o->channel, g.lane);
 	br.ps[c->peer].streams++;
@@ -1588,6 +1677,7 @@ int main(int argc, char **argv)
 	}
 	if (setup())
 		return 1;
+	origin_setup();
 	say("bridge '%s' up%s", br.conf.name, br.conf.has_listen ? ", listening" : "");
 	status_write();
 	ret = loop();
