@@ -554,6 +554,16 @@ struct lzchan_lane_stat {
  */
 int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n);
 
+/*
+ * lzchan_stat_origin - lane @lane of channel @name's origin record (see
+ * lzchan_peer_origin()) as its writer left it, without attaching.
+ * Unverified: with no handle there is no kernel to ask who holds the
+ * lane, so only the writer, *@pid, vouches for it (lzchan show marks
+ * remote lanes with it).  0; -ENOENT (no record, or its writer is gone),
+ * -EPROTO (malformed), -EINVAL, -ENAMETOOLONG.  Since LZCHAN_0.3.
+ */
+int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid);
+
 
 #if !defined(__LZCHAN_LIBRARY) && !defined(LZCHAN_NO_INLINE)
 /* ---- the fast path, inline (see struct __lzchan_fast above) ----

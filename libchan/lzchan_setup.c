@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1438,25 +1439,18 @@ static int __lz_origin_parse(const char *buf, size_t len, struct lzchan_origin *
 	return 0;
 }
 
-int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o)
+/* Read and parse lane @lane of channel @name's origin record into @got,
+ * with its writer's pid and the file's owner: 0, -ENOENT (none, or not a
+ * plain file), -EPROTO, or the error reading it. */
+static int __lz_origin_read(const char *name, uint32_t lane, struct lzchan_origin *got,
+			    int32_t *wpid, uint32_t *owner)
 {
 	char path[PATH_MAX], buf[257];
-	struct lzchan_origin got;
-	int32_t pid, wpid;
 	struct stat st;
-	uint32_t uid;
 	ssize_t n;
 	int fd, ret;
 
-	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
-	if (!o || o->size < LZCHAN_ORIGIN_SIZE_V1 || lane >= ch->f.max_senders)
-		return -EINVAL;
-	/* Who holds the lane, as the kernel says. */
-	ret = lzchan_peer(ch, lane, &pid, &uid, NULL);
-	if (ret)
-		return ret;
-	ret = __lz_origin_path(path, sizeof(path), ch->name, lane);
+	ret = __lz_origin_path(path, sizeof(path), name, lane);
 	if (ret)
 		return ret;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -1466,32 +1460,82 @@ int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o
 		ret = -errno;
 		goto out_close;
 	}
-	/* Only what the lane's sender (its uid) wrote, in a plain file. */
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid || st.st_size > 256) {
+	if (!S_ISREG(st.st_mode) || st.st_size > 256) {
 		ret = -ENOENT;
 		goto out_close;
 	}
+	*owner = st.st_uid;
 	n = read(fd, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		ret = -errno;
 		goto out_close;
 	}
 	buf[n] = 0;
-	ret = __lz_origin_parse(buf, (size_t)n, &got, &wpid);
-	if (ret)
-		goto out_close;
-	/* A record of another process (an earlier holder of the lane, or
-	 * one in another pid namespace) says nothing about this one. */
-	if (wpid != pid) {
-		ret = -ENOENT;
-		goto out_close;
-	}
-	got.size = o->size < sizeof(got) ? o->size : (uint32_t)sizeof(got);
-	got.reserved = 0;
-	memcpy(o, &got, got.size);
+	ret = __lz_origin_parse(buf, (size_t)n, got, wpid);
 out_close:
 	close(fd);
 	return ret;
+}
+
+/* Copy @got into the caller's @o, as much as o->size takes. */
+static void __lz_origin_out(struct lzchan_origin *o, struct lzchan_origin *got)
+{
+	got->size = o->size < sizeof(*got) ? o->size : (uint32_t)sizeof(*got);
+	got->reserved = 0;
+	memcpy(o, got, got->size);
+}
+
+int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o)
+{
+	struct lzchan_origin got;
+	uint32_t uid, owner = 0;
+	int32_t pid, wpid;
+	int ret;
+
+	if (!ch || ch->f.role != LZCHAN_RECEIVER)
+		return -EBADF;
+	if (!o || o->size < LZCHAN_ORIGIN_SIZE_V1 || lane >= ch->f.max_senders)
+		return -EINVAL;
+	/* Who holds the lane, as the kernel says. */
+	ret = lzchan_peer(ch, lane, &pid, &uid, NULL);
+	if (ret)
+		return ret;
+	ret = __lz_origin_read(ch->name, lane, &got, &wpid, &owner);
+	/* Only what the lane's sender wrote: its uid's file (another's,
+	 * malformed or not, is nobody's claim for this lane) ... */
+	if ((!ret || ret == -EPROTO) && owner != uid)
+		return -ENOENT;
+	if (ret)
+		return ret;
+	/* ... naming its pid (a record of an earlier holder of the lane, or
+	 * of one in another pid namespace, says nothing about this one). */
+	if (wpid != pid)
+		return -ENOENT;
+	__lz_origin_out(o, &got);
+	return 0;
+}
+
+int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid)
+{
+	struct lzchan_origin got;
+	uint32_t owner;
+	int32_t wpid;
+	int ret = __lzchan_name_check(name);
+
+	if (ret)
+		return ret;
+	if (!o || o->size < LZCHAN_ORIGIN_SIZE_V1)
+		return -EINVAL;
+	ret = __lz_origin_read(name, lane, &got, &wpid, &owner);
+	if (ret)
+		return ret;
+	/* A writer that is gone left a stale record. */
+	if (kill(wpid, 0) < 0 && errno == ESRCH)
+		return -ENOENT;
+	__lz_origin_out(o, &got);
+	if (pid)
+		*pid = wpid;
+	return 0;
 }
 
 int lzchan_dev_features(struct lzchan_features *out)

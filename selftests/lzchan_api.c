@@ -1494,6 +1494,9 @@ TEST(peer_origin)
 	};
 	struct pair p;
 	unsigned int k;
+	int32_t wpid;
+	pid_t kid;
+	int st;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
 	ASSERT_EQ(0, setenv("LZCHAN_ORIGIN_DIR", dir, 1));
@@ -1518,18 +1521,33 @@ TEST(peer_origin)
 	EXPECT_EQ(1000, o.uid);
 	EXPECT_EQ(4242, o.pid);
 	EXPECT_EQ(sizeof(o), o.size);
+	/* Without a handle: the record as written, and who wrote it. */
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	ASSERT_EQ(0, lzchan_stat_origin(p.name, 0, &o, &wpid));
+	EXPECT_STREQ("hostA.lan", o.host);
+	EXPECT_EQ(getpid(), wpid);
+	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 1, &o, &wpid));
+	EXPECT_EQ(-EINVAL, lzchan_stat_origin("a/b", 0, &o, &wpid));
 
-	/* Another process's record (an earlier holder): not this one's. */
-	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n",
-		 getpid() + 1);
+	/* Another process's record (an earlier holder): not this one's; and
+	 * once that process is gone, stale for lzchan_stat_origin() too. */
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid)
+		_exit(0);
+	ASSERT_EQ(kid, waitpid(kid, &st, 0));
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", kid);
 	origin_write(dir, p.name, 0, line);
 	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 0, &o, &wpid));
 
 	/* Malformed: refused whole. */
 	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		snprintf(line, sizeof(line), bad[k], getpid());
 		origin_write(dir, p.name, 0, line);
 		EXPECT_EQ(-EPROTO, lzchan_peer_origin(p.rx, 0, &o)) TH_LOG("record %u", k);
+		EXPECT_EQ(-EPROTO, lzchan_stat_origin(p.name, 0, &o, &wpid)) TH_LOG("record %u", k);
 	}
 
 	/* Not the holder's uid, or not a plain file: nothing claimed. */

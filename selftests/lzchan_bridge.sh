@@ -233,6 +233,9 @@ killed_sender() {
 	# B's receiver knows who sends, through B's bridge (lzchan_peer_origin()).
 	grep -q "lane 0: remote sender uid $(id -u) pid $(cat "$tmp/k.pid") on hostA, through pid $bpid_B " \
 		"$tmp/kill.err" || { echo "# --who said: '$(cat "$tmp/kill.err")'"; return 1; }
+	# lzchan show marks the lane remote, by the bridge's record.
+	on B "$tool" show kill --json | grep -q "\"origin\": {\"host\": \"hostA\", \"uid\": $(id -u), \"pid\": $(cat "$tmp/k.pid"), \"via_pid\": $bpid_B}" ||
+		{ echo "# show: $(on B "$tool" show kill --json | head -c 1500)"; return 1; }
 	kill -9 "$(cat "$tmp/k.pid")"
 	# The receiver sees that lane end (--eof stops there) ...
 	wait $r || { echo "# no end of stream for the killed sender: $(wc -l < "$tmp/kill.out") received,"\

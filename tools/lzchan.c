@@ -586,16 +586,29 @@ static const char *lane_state(uint32_t st)
 	}
 }
 
+/* show: is lane @i of @name a remote sender's, by its holder's origin
+ * record (lzchan_stat_origin(): the record as written; only an attached
+ * receiver can check it against the lane's holder)? */
+static bool lane_origin(const char *name, const struct lzchan_lane_stat *l, int i,
+			struct lzchan_origin *o, int32_t *via)
+{
+	o->size = sizeof(*o);
+	return l->state == LZCHAN_LANE_ATTACHED && l->alive &&
+	       lzchan_stat_origin(name, (uint32_t)i, o, via) == 0;
+}
+
 static int cmd_show(int argc, char **argv)
 {
 	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
 	struct lzchan_lane_stat *lanes = NULL;
 	struct lzchan_chan_stat s;
+	struct lzchan_origin org;
 	const char *name;
 	char where[PATH_MAX + 16], node[16];
 	bool json = false;
 	uint32_t backend = 0;
 	int c, ret, nl = -1, i;
+	int32_t via;
 
 	reset_opts();
 	while ((c = next_opt(argc, argv, "jh", lo)) != -1) {
@@ -638,16 +651,25 @@ static int cmd_show(int argc, char **argv)
 			printf("null");
 		} else {
 			printf("[");
-			for (i = 0; i < nl; i++)
+			for (i = 0; i < nl; i++) {
 				printf("%s{\"lane\": %d, \"state\": \"%s\", \"gen\": %u, \"alive\": %s"
 				       ", \"sleepy\": %s, \"tail\": %u, \"head\": %u, \"pending\": %u"
-				       ", \"messages\": %llu, \"bytes\": %llu}", i ? ", " : "", i,
-				       lane_state(lanes[i].state), lanes[i].gen,
+				       ", \"messages\": %llu, \"bytes\": %llu, \"origin\": ", i ? ", " : "",
+				       i, lane_state(lanes[i].state), lanes[i].gen,
 				       lanes[i].alive ? "true" : "false",
 				       lanes[i].sleepy ? "true" : "false", lanes[i].tail,
 				       lanes[i].head, lanes[i].tail - lanes[i].head,
 				       (unsigned long long)lanes[i].msgs,
 				       (unsigned long long)lanes[i].bytes);
+				if (lane_origin(name, &lanes[i], i, &org, &via)) {
+					printf("{\"host\": ");
+					json_str(org.host);
+					printf(", \"uid\": %u, \"pid\": %d, \"via_pid\": %d}}", org.uid,
+					       org.pid, via);
+				} else {
+					printf("null}");
+				}
+			}
 			printf("]");
 		}
 		printf("}\n");
@@ -703,6 +725,10 @@ static int cmd_show(int argc, char **argv)
 			       (unsigned long long)lanes[i].msgs,
 			       (unsigned long long)lanes[i].bytes);
 		}
+		for (i = 0; i < nl; i++)
+			if (lane_origin(name, &lanes[i], i, &org, &via))
+				printf("remote lane %d:   uid %u pid %d on %s, through pid %d "
+				       "(its record)\n", i, org.uid, org.pid, org.host, via);
 	}
 	free(lanes);
 	return 0;
