@@ -2090,7 +2090,10 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 	int ret;
 
 	if (m->len > cap) {
-		rl->peek = rl->head;	/* leave it in place */
+		/* Leave it in place: the peek steps back to its first slot,
+		 * not to the head (views outstanding before it stay handed
+		 * out; they would be delivered twice). */
+		rl->peek = m->__end - __lz_slots_for(ch, m->len);
 		return -EMSGSIZE;
 	}
 	memcpy(buf, m->data, m->len);

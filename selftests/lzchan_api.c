@@ -459,6 +459,8 @@ TEST(recv_releases_outstanding_views)
 	ASSERT_EQ(0, lzchan_send(p.tx, "six", 3));
 	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
 	EXPECT_EQ(0, memcmp(a.data, "one", 3));
+	/* Too long for the buffer: it stays, and so does the view before it. */
+	ASSERT_EQ(-EMSGSIZE, lzchan_recv(p.rx, buf, 2, NULL));
 	ASSERT_EQ(3, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
 	EXPECT_EQ(0, memcmp(buf, "two", 3));
 	/* The view went with it: releasing it now changes nothing. */
