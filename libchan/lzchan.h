@@ -216,9 +216,11 @@ struct lzchan_msg {
  * case -- a message of one slot -- and call the library for everything
  * else.  They read and write the structures here, which are private to
  * liblzchan but part of its ABI (a layout change bumps the soname: it did,
- * to liblzchan.so.1, when the gates below came in); do not
- * touch them.  Define LZCHAN_NO_INLINE before including this header to
- * call the library for everything.
+ * to liblzchan.so.1, when the gates below came in; within the unreleased
+ * 0.3 series fields were added -- attn_seen, cut -- so build and run
+ * against the same 0.3 library); do not touch them.  Define
+ * LZCHAN_NO_INLINE before including this header to call the library for
+ * everything.
  */
 #define __lzchan_likely(x)	(__builtin_expect(!!(x), 1) != 0)
 #define __lzchan_unlikely(x)	(__builtin_expect(!!(x), 0) != 0)
@@ -453,7 +455,8 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
  * Fills @o (set o->size to sizeof(*o) first) from the origin record the
  * lane's sender wrote (in $LZCHAN_ORIGIN_DIR, default
  * /run/lzchan-bridged/origin), believed only when the kernel says that
- * very process holds the lane (lzchan_peer()) and the file is its uid's.
+ * very process holds the lane (lzchan_peer(): pid, uid; /proc: its start
+ * time), the file is its uid's and names this channel and lane.
  * 0; -ENOENT: the lane's sender claims no origin (a local sender);
  * -ENOTCONN: nobody on the lane; -EPROTO: a malformed record; -EBADF (not
  * a receiver), -EINVAL, and lzchan_peer()'s errors.  Since LZCHAN_0.3.

@@ -1398,10 +1398,15 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 /*
  * The origin records of proxies (lzchan_peer_origin(3)): a file
  * DIR/CHANNEL.LANE, written by the process that holds the lane, one line:
- *   lzchan-origin 1 pid=PID host=HOST uid=UID rpid=RPID
- * Believed only when its owner is the lane's sender's uid and PID is the
- * lane's sender's pid, as the kernel reports them (lzchan_peer()).
+ *   lzchan-origin 1 pid=PID start=START channel=CHANNEL lane=LANE host=HOST uid=UID rpid=RPID
+ * START is the writer's start time (field 22 of /proc/PID/stat), so a
+ * record outlives neither its writer nor its pid's reuse.  Believed (by
+ * lzchan_peer_origin()) only when it is a plain file with one link, owned
+ * by the lane holder's uid, naming the holder's pid and start time, this
+ * channel and this lane.
  */
+#define __LZ_ORIGIN_MAX		256	/* bytes in a record, at most */
+
 static int __lz_origin_path(char *buf, size_t len, const char *name, uint32_t lane)
 {
 	const char *dir = getenv("LZCHAN_ORIGIN_DIR");
@@ -1413,39 +1418,86 @@ static int __lz_origin_path(char *buf, size_t len, const char *name, uint32_t la
 	return 0;
 }
 
-/* Parse an origin record (@len bytes at @buf, NUL-terminated) into @o,
- * and its writer's pid into *@pid: 0, or -EPROTO for anything else than
- * exactly the line above, with a host of 1 to 63 printable characters
- * other than space (a bridge's peer name) and numbers in range. */
-static int __lz_origin_parse(const char *buf, size_t len, struct lzchan_origin *o, int32_t *pid)
+/* Process @pid's start time (clock ticks after boot), as /proc says:
+ * 0, or -ENOENT (no such process, or no /proc to ask). */
+static int __lz_proc_start(int32_t pid, unsigned long long *start)
 {
-	char host[sizeof(o->host)];
-	unsigned int uid;
-	int wpid, rpid, end = -1;
-	size_t n;
+	char path[64], buf[1024], *p;
+	int fd, field;
+	ssize_t n;
 
-	if (len == 0 || len > 255 || buf[len - 1] != '\n' || strlen(buf) != len)
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ENOENT;
+	buf[n] = 0;
+	/* The name (field 2) may hold anything: count after its last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -ENOENT;
+	for (field = 2; field < 21; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -ENOENT;
+	}
+	return sscanf(p + 1, "%llu", start) == 1 ? 0 : -ENOENT;
+}
+
+struct __lz_origin {
+	struct lzchan_origin o;
+	int32_t pid;			/* the writer */
+	unsigned long long start;	/* ... and its start time */
+	char channel[LZCHAN_NAME_SIZE];
+	uint32_t lane;
+};
+
+/* Parse a record (@len bytes at @buf, NUL-terminated) into @r: 0, or
+ * -EPROTO for anything but exactly the canonical line -- each field
+ * printed back must give the record byte for byte (so no signs, leading
+ * zeros, other spaces or out-of-range numbers), with a host of 1 to 63
+ * printable characters other than space (a bridge's peer name) and a
+ * valid channel name. */
+static int __lz_origin_parse(const char *buf, size_t len, struct __lz_origin *r)
+{
+	char host[sizeof(r->o.host)], chan[__LZ_ORIGIN_MAX], again[__LZ_ORIGIN_MAX + 1];
+	unsigned long long start;
+	unsigned int uid, lane;
+	int wpid, rpid;
+
+	if (len == 0 || len > __LZ_ORIGIN_MAX || buf[len - 1] != '\n' || strlen(buf) != len)
 		return -EPROTO;
-	if (sscanf(buf, "lzchan-origin 1 pid=%d host=%63[!-~] uid=%u rpid=%d\n%n",
-		   &wpid, host, &uid, &rpid, &end) != 4 || end != (int)len || wpid <= 0 ||
-	    rpid < 0)
+	if (sscanf(buf, "lzchan-origin 1 pid=%d start=%llu channel=%255[!-~] lane=%u "
+		   "host=%63[!-~] uid=%u rpid=%d", &wpid, &start, chan, &lane, host, &uid,
+		   &rpid) != 7 || wpid <= 0 || rpid < 0 || __lzchan_name_check(chan))
 		return -EPROTO;
-	n = strlen(host);
-	memset(o->host, 0, sizeof(o->host));
-	memcpy(o->host, host, n);
-	o->uid = uid;
-	o->pid = rpid;
-	*pid = wpid;
+	if ((size_t)snprintf(again, sizeof(again),
+			     "lzchan-origin 1 pid=%d start=%llu channel=%s lane=%u host=%s "
+			     "uid=%u rpid=%d\n", wpid, start, chan, lane, host, uid, rpid) != len ||
+	    memcmp(again, buf, len))
+		return -EPROTO;
+	memset(r, 0, sizeof(*r));
+	memcpy(r->o.host, host, strlen(host));
+	r->o.uid = uid;
+	r->o.pid = rpid;
+	r->pid = wpid;
+	r->start = start;
+	memcpy(r->channel, chan, strlen(chan));
+	r->lane = lane;
 	return 0;
 }
 
-/* Read and parse lane @lane of channel @name's origin record into @got,
- * with its writer's pid and the file's owner: 0, -ENOENT (none, or not a
- * plain file), -EPROTO, or the error reading it. */
-static int __lz_origin_read(const char *name, uint32_t lane, struct lzchan_origin *got,
-			    int32_t *wpid, uint32_t *owner)
+/* Read and parse lane @lane of channel @name's record into @r, with the
+ * file's owner: 0, -ENOENT (none, not a plain file of one link, or the
+ * record of another channel or lane), -EPROTO, or the error reading it.
+ * *@owner is set whenever the file was opened. */
+static int __lz_origin_read(const char *name, uint32_t lane, struct __lz_origin *r,
+			    uint32_t *owner)
 {
-	char path[PATH_MAX], buf[257];
+	char path[PATH_MAX], buf[__LZ_ORIGIN_MAX + 2];
 	struct stat st;
 	ssize_t n;
 	int fd, ret;
@@ -1460,36 +1512,48 @@ static int __lz_origin_read(const char *name, uint32_t lane, struct lzchan_origi
 		ret = -errno;
 		goto out_close;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_size > 256) {
+	*owner = st.st_uid;
+	/* A hard link could give another lane's record this name. */
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size > __LZ_ORIGIN_MAX) {
 		ret = -ENOENT;
 		goto out_close;
 	}
-	*owner = st.st_uid;
 	n = read(fd, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		ret = -errno;
 		goto out_close;
 	}
 	buf[n] = 0;
-	ret = __lz_origin_parse(buf, (size_t)n, got, wpid);
+	ret = __lz_origin_parse(buf, (size_t)n, r);
+	if (!ret && (strcmp(r->channel, name) || r->lane != lane))
+		ret = -ENOENT;
 out_close:
 	close(fd);
 	return ret;
 }
 
-/* Copy @got into the caller's @o, as much as o->size takes. */
-static void __lz_origin_out(struct lzchan_origin *o, struct lzchan_origin *got)
+/* Is the record's writer still the process that wrote it (alive, and
+ * not a later process with its pid)? */
+static bool __lz_origin_live(const struct __lz_origin *r)
 {
-	got->size = o->size < sizeof(*got) ? o->size : (uint32_t)sizeof(*got);
-	got->reserved = 0;
-	memcpy(o, got, got->size);
+	unsigned long long start;
+
+	return !__lz_proc_start(r->pid, &start) && start == r->start;
+}
+
+/* Copy @r's origin into the caller's @o, as much as o->size takes. */
+static void __lz_origin_out(struct lzchan_origin *o, struct __lz_origin *r)
+{
+	r->o.size = o->size < sizeof(r->o) ? o->size : (uint32_t)sizeof(r->o);
+	r->o.reserved = 0;
+	memcpy(o, &r->o, r->o.size);
 }
 
 int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o)
 {
-	struct lzchan_origin got;
+	struct __lz_origin r;
 	uint32_t uid, owner = 0;
-	int32_t pid, wpid;
+	int32_t pid;
 	int ret;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
@@ -1500,41 +1564,41 @@ int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o
 	ret = lzchan_peer(ch, lane, &pid, &uid, NULL);
 	if (ret)
 		return ret;
-	ret = __lz_origin_read(ch->name, lane, &got, &wpid, &owner);
-	/* Only what the lane's sender wrote: its uid's file (another's,
+	ret = __lz_origin_read(ch->name, lane, &r, &owner);
+	/* Only what the lane's holder wrote: its uid's file (another's,
 	 * malformed or not, is nobody's claim for this lane) ... */
 	if ((!ret || ret == -EPROTO) && owner != uid)
 		return -ENOENT;
 	if (ret)
 		return ret;
-	/* ... naming its pid (a record of an earlier holder of the lane, or
-	 * of one in another pid namespace, says nothing about this one). */
-	if (wpid != pid)
+	/* ... naming it, pid and start time (a record of an earlier holder
+	 * of the lane, even one whose pid came round again, or of one in
+	 * another pid namespace, says nothing about this one). */
+	if (r.pid != pid || !__lz_origin_live(&r))
 		return -ENOENT;
-	__lz_origin_out(o, &got);
+	__lz_origin_out(o, &r);
 	return 0;
 }
 
 int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid)
 {
-	struct lzchan_origin got;
+	struct __lz_origin r;
 	uint32_t owner;
-	int32_t wpid;
 	int ret = __lzchan_name_check(name);
 
 	if (ret)
 		return ret;
 	if (!o || o->size < LZCHAN_ORIGIN_SIZE_V1)
 		return -EINVAL;
-	ret = __lz_origin_read(name, lane, &got, &wpid, &owner);
+	ret = __lz_origin_read(name, lane, &r, &owner);
 	if (ret)
 		return ret;
 	/* A writer that is gone left a stale record. */
-	if (kill(wpid, 0) < 0 && errno == ESRCH)
+	if (!__lz_origin_live(&r))
 		return -ENOENT;
-	__lz_origin_out(o, &got);
+	__lz_origin_out(o, &r);
 	if (pid)
-		*pid = wpid;
+		*pid = r.pid;
 	return 0;
 }
 

@@ -1465,7 +1465,8 @@ TEST(peer)
 
 /*
  * lzchan_peer_origin(): a record believed only from the lane's holder (its
- * pid and uid, as the kernel says), read once, every field checked.
+ * uid, pid and start time, as the kernel and /proc say) for its channel
+ * and lane, read once, every field checked.
  */
 static void origin_write(const char *dir, const char *name, uint32_t lane, const char *text)
 {
@@ -1479,21 +1480,55 @@ static void origin_write(const char *dir, const char *name, uint32_t lane, const
 		abort();
 }
 
+/* Process @pid's start time (field 22 of /proc/PID/stat). */
+static unsigned long long proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	size_t n;
+	int k;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		abort();
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	for (k = 2; p && k < 21; k++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &t) != 1)
+		abort();
+	return t;
+}
+
 TEST(peer_origin)
 {
-	char dir[] = "/tmp/lzchan-origin.XXXXXX", line[300], path[PATH_MAX];
+	char dir[] = "/tmp/lzchan-origin.XXXXXX", line[400], path[PATH_MAX], other[PATH_MAX];
 	struct lzchan_origin o = { .size = sizeof(o) };
+	/* Each with %d (pid), %llu (start), %s (channel) in that order. */
 	static const char *const bad[] = {
-		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9",		/* no newline */
-		"lzchan-origin 2 pid=%d host=hostA uid=7 rpid=9\n",		/* version */
-		"lzchan-origin 1 pid=%d host= uid=7 rpid=9\n",			/* no host */
-		"lzchan-origin 1 pid=%d host=h01234567890123456789012345678901234567890123456789"
-		"0123456789012 uid=7 rpid=9\n",				/* 64 long */
-		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=-1\n",
-		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9 x\n",
-		"lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\nmore\n",
-		"lzchan-origin 1 pid=%d host=hostA uid=7\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9",
+		"lzchan-origin 2 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host= uid=7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=h01234567890123456789"
+		"01234567890123456789012345678901234567890123 uid=7 rpid=9\n",	/* 64 long */
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=-1\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9 x\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9\nmore\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7\n",
+		"lzchan-origin  1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=+7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=-1 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=4294967303 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=00 host=hA uid=7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0\thost=hA uid=7 rpid=9\n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9 \n",
+		"lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 host=hA uid=7 rpid=9\n\n",
 	};
+	unsigned long long me = proc_start(getpid());
 	struct pair p;
 	unsigned int k;
 	int32_t wpid;
@@ -1515,8 +1550,8 @@ TEST(peer_origin)
 	o.size = sizeof(o);
 
 	/* Ours (we hold lane 0): believed. */
-	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA.lan uid=1000 rpid=4242\n",
-		 getpid());
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 "
+		 "host=hostA.lan uid=1000 rpid=4242\n", getpid(), me, p.name);
 	origin_write(dir, p.name, 0, line);
 	ASSERT_EQ(0, lzchan_peer_origin(p.rx, 0, &o));
 	EXPECT_STREQ("hostA.lan", o.host);
@@ -1532,41 +1567,58 @@ TEST(peer_origin)
 	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 1, &o, &wpid));
 	EXPECT_EQ(-EINVAL, lzchan_stat_origin("a/b", 0, &o, &wpid));
 
-	/* Another process's record (an earlier holder): not this one's; and
-	 * once that process is gone, stale for lzchan_stat_origin() too. */
+	/* The same, under another lane's or channel's name: not that one's. */
+	snprintf(other, sizeof(other), "%s/%s.0", dir, p.name);
+	snprintf(path, sizeof(path), "%s/%s.1", dir, p.name);
+	ASSERT_EQ(0, rename(other, path));
+	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 1, &o, &wpid));
+	ASSERT_EQ(0, unlink(path));
+	/* A record with our pid but another start time (the pid's earlier
+	 * owner's), and one of a process that is gone: stale. */
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 "
+		 "host=hostA uid=7 rpid=9\n", getpid(), me + 1, p.name);
+	origin_write(dir, p.name, 0, line);
+	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 0, &o, &wpid));
 	kid = fork();
 	ASSERT_LE(0, kid);
 	if (!kid)
 		_exit(0);
 	ASSERT_EQ(kid, waitpid(kid, &st, 0));
-	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", kid);
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 "
+		 "host=hostA uid=7 rpid=9\n", kid, me, p.name);
 	origin_write(dir, p.name, 0, line);
 	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
 	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 0, &o, &wpid));
 
 	/* Malformed: refused whole. */
 	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-		snprintf(line, sizeof(line), bad[k], getpid());
+		snprintf(line, sizeof(line), bad[k], getpid(), me, p.name);
 		origin_write(dir, p.name, 0, line);
 		EXPECT_EQ(-EPROTO, lzchan_peer_origin(p.rx, 0, &o)) TH_LOG("record %u", k);
 		EXPECT_EQ(-EPROTO, lzchan_stat_origin(p.name, 0, &o, &wpid)) TH_LOG("record %u", k);
 	}
 
-	/* Not the holder's uid, or not a plain file: nothing claimed. */
-	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", getpid());
+	/* Not the holder's uid, a second link, or not a plain file: nothing
+	 * claimed. */
+	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d start=%llu channel=%s lane=0 "
+		 "host=hostA uid=7 rpid=9\n", getpid(), me, p.name);
 	origin_write(dir, p.name, 0, line);
 	snprintf(path, sizeof(path), "%s/%s.0", dir, p.name);
+	ASSERT_EQ(0, lzchan_peer_origin(p.rx, 0, &o));
+	snprintf(other, sizeof(other), "%s/link", dir);
+	ASSERT_EQ(0, link(path, other));
+	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+	ASSERT_EQ(0, unlink(other));
 	if (geteuid() == 0) {
 		ASSERT_EQ(0, chown(path, 61004, 61004));
 		EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
+		ASSERT_EQ(0, chown(path, 0, 0));
 	}
-	ASSERT_EQ(0, unlink(path));
-	snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=hostA uid=7 rpid=9\n", getpid());
-	origin_write(dir, "real", 0, line);
-	snprintf(line, sizeof(line), "%s/real.0", dir);
-	ASSERT_EQ(0, symlink(line, path));
+	ASSERT_EQ(0, rename(path, other));
+	ASSERT_EQ(0, symlink(other, path));
 	EXPECT_EQ(-ENOENT, lzchan_peer_origin(p.rx, 0, &o));
-
+	EXPECT_EQ(-ENOENT, lzchan_stat_origin(p.name, 0, &o, &wpid));
 	pair_close(&p);
 	unsetenv("LZCHAN_ORIGIN_DIR");
 	snprintf(line, sizeof(line), "rm -rf %s", dir);

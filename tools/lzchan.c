@@ -1052,9 +1052,12 @@ static void say_who(struct lzchan *ch, const char *name, uint32_t lane)
 	if (!r)
 		fprintf(stderr, "lzchan recv: %s: lane %u: remote sender uid %u pid %d on %s, "
 			"through pid %d (uid %u)\n", name, lane, o.uid, o.pid, o.host, pid, uid);
+	else if (r == -ENOENT)
+		fprintf(stderr, "lzchan recv: %s: lane %u: sender pid %d uid %u\n", name, lane,
+			pid, uid);
 	else
-		fprintf(stderr, "lzchan recv: %s: lane %u: sender pid %d uid %u%s\n", name, lane,
-			pid, uid, r == -ENOENT ? "" : " (its origin record is malformed)");
+		fprintf(stderr, "lzchan recv: %s: lane %u: sender pid %d uid %u (its origin: %s)\n",
+			name, lane, pid, uid, r == -EPROTO ? "a malformed record" : strerror(-r));
 }
 
 static int cmd_recv(int argc, char **argv)
@@ -1185,10 +1188,12 @@ static int cmd_recv(int argc, char **argv)
 		if (ret == -EPIPE && who && lane < g.max_senders)
 			named[lane] = 0;	/* the next sender there is named anew */
 		if (ret == -EPIPE) {
-			/* Said, not failed: everything it sent was received. */
+			/* Said, not failed: all that reached the lane was
+			 * received (a remote sender's messages still on the
+			 * way when it was cut off never did). */
 			if (lzchan_end_cause(ch, lane) == LZCHAN_END_LOST)
 				fprintf(stderr, "lzchan recv: %s: lane %u: its sender died or was "
-					"cut off (all it sent was received)\n", name, lane);
+					"cut off (what reached the lane was received)\n", name, lane);
 			if (eof)
 				break;		/* a sender finished: end of stream */
 			continue;

@@ -14,6 +14,7 @@
  * Single-threaded: an epoll loop over UCX's worker fd, the proxies' event
  * fds, a timer and a signalfd.  Idle, it sleeps.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -117,8 +118,9 @@ struct istream {
 	uint32_t lane;			/* its lane in the local channel */
 	bool origin;			/* its origin record is written */
 	bool clean;			/* its END said the sender closed: the
-					 * lane ends as a clean close, else as
-					 * a death (lzchan_close_lost()) */
+					 * lane ends as a clean close once all
+					 * it sent is in the lane, else as a
+					 * death (lzchan_close_lost()) */
 	uint64_t msgs, bytes;
 };
 
@@ -533,28 +535,69 @@ static const char *origin_dir(void)
 	return d && *d ? d : LZCHAN_ORIGIN_DIR_DEFAULT;
 }
 
+static unsigned long long origin_start;	/* our start time, as /proc says */
+
+/* Our start time (field 22 of /proc/self/stat), which a reader compares
+ * with the lane holder's: 0, or -1 without /proc. */
+static int origin_self_start(void)
+{
+	char buf[1024], *p;
+	FILE *f = fopen("/proc/self/stat", "re");
+	int field;
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* after the name, which may hold anything */
+	for (field = 2; p && field < 21; field++)
+		p = strchr(p + 1, ' ');
+	return p && sscanf(p + 1, "%llu", &origin_start) == 1 ? 0 : -1;
+}
+
 /* At start: the directory, if it is missing (its parent is the unit's
- * RuntimeDirectory).  Only said when it cannot be made: the streams go on
- * without records. */
+ * RuntimeDirectory), emptied of the records an earlier bridge left (one
+ * bridge per directory).  Only said when it cannot be made: the streams
+ * go on without records. */
+static bool origin_on;
+
 static void origin_setup(void)
 {
 	const char *d = origin_dir();
 	char parent[PATH_MAX];
+	struct dirent *e;
 	char *slash;
+	DIR *dir;
 
-	if (!mkdir(d, 0755) || errno == EEXIST)
+	if (origin_self_start()) {
+		say("origin records off: no /proc/self/stat to date them by");
 		return;
-	/* Its parent too, once (the default's, outside systemd). */
-	if (errno == ENOENT && strlen(d) < sizeof(parent)) {
+	}
+	if (mkdir(d, 0755) < 0 && errno != EEXIST) {
+		/* Its parent too, once (the default's, outside systemd). */
+		if (errno != ENOENT || strlen(d) >= sizeof(parent))
+			goto fail;
 		strcpy(parent, d);
 		slash = strrchr(parent, '/');
-		if (slash && slash != parent) {
-			*slash = 0;
-			if ((!mkdir(parent, 0755) || errno == EEXIST) &&
-			    (!mkdir(d, 0755) || errno == EEXIST))
-				return;
-		}
+		if (!slash || slash == parent)
+			goto fail;
+		*slash = 0;
+		if ((mkdir(parent, 0755) < 0 && errno != EEXIST) ||
+		    (mkdir(d, 0755) < 0 && errno != EEXIST))
+			goto fail;
 	}
+	dir = opendir(d);
+	if (!dir)
+		goto fail;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(dir), e->d_name, 0);
+	closedir(dir);
+	origin_on = true;
+	return;
+fail:
 	say("origin records off: cannot create %s: %s", d, strerror(errno));
 }
 
@@ -562,25 +605,27 @@ static void origin_write(struct conn *c, struct istream *s)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 16];
 	int fd, n, ok;
-	char line[160];
+	char line[400];
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.%u", origin_dir(), s->channel,
-			     s->lane) >= sizeof(path))
+	if (!origin_on || (size_t)snprintf(path, sizeof(path), "%s/%s.%u", origin_dir(),
+					    s->channel, s->lane) >= sizeof(path))
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	n = snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d host=%s uid=%u rpid=%d\n",
-		     (int)getpid(), peer_name(c), s->uid, s->pid < 0 ? 0 : s->pid);
+	n = snprintf(line, sizeof(line), "lzchan-origin 1 pid=%d start=%llu channel=%s lane=%u "
+		     "host=%s uid=%u rpid=%d\n", (int)getpid(), origin_start, s->channel, s->lane,
+		     peer_name(c), s->uid, s->pid < 0 ? 0 : s->pid);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		dbg("origin record %s: %s", tmp, strerror(errno));
-		return;
+	ok = fd >= 0;
+	if (ok) {
+		ok = write(fd, line, (size_t)n) == n;
+		ok = !close(fd) && ok;
 	}
-	ok = write(fd, line, (size_t)n) == n;
-	ok = !close(fd) && ok;
-	/* Whole, or not there: a reader never sees half a line. */
+	/* Whole, or not there: a reader never sees half a line, nor an
+	 * earlier holder's record under this name. */
 	if (!ok || rename(tmp, path) < 0) {
 		dbg("origin record %s: %s", path, strerror(errno));
 		unlink(tmp);
+		unlink(path);
 		return;
 	}
 	s->origin = true;
@@ -600,6 +645,10 @@ static void origin_remove(struct istream *s)
 
 static void istream_free(struct conn *c, struct istream *s)
 {
+	/* Clean only when the sender closed and all it sent is in the lane:
+	 * a queue still holding messages (the connection went, the bridge
+	 * stops, the lane failed) loses them, which is no clean close. */
+	bool clean = s->clean && !s->q;
 	struct istream **pp;
 	struct msgbuf *m;
 
@@ -618,7 +667,7 @@ static void istream_free(struct conn *c, struct istream *s)
 	 * and lzchan_end_cause() says CLOSED only when the remote sender
 	 * closed; LOST when it died, its stream broke off or the connection
 	 * to its host went. */
-	if (s->clean)
+	if (clean)
 		lzchan_close(s->tx);
 	else
 		lzchan_close_lost(s->tx);
