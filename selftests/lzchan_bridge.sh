@@ -128,8 +128,16 @@ log_has() { grep -q -- "$2" "$tmp/$1/log"; }
 seq -f "many %.0f" 1 2000000 > "$tmp/many"	# more than any test takes
 on B "$tool" create orders --slots 256 >/dev/null
 for ch in secret slow kill; do on B "$tool" create $ch --slots 256 >/dev/null; done
+# B's origin directory: a record an earlier bridge left, and a file that
+# is not a record (the directory is the administrator's to choose).
+mkdir -p "$tmp/B/origin"
+printf 'lzchan-origin 1 pid=1 start=1 channel=orders lane=7 host=h uid=0 rpid=0\n' \
+	> "$tmp/B/origin/orders.7"
+echo "not a record" > "$tmp/B/origin/notes"
 bridge_start B
 bridge_start A
+origin_dir_kept() { [ ! -e "$tmp/B/origin/orders.7" ] && [ -e "$tmp/B/origin/notes" ]; }
+check "a starting bridge removes stale origin records, and only those" until_ok 10 origin_dir_kept
 check "the bridges connect and A's proxies appear" \
 	until_ok 20 proxy_exists A orders@hostB
 

@@ -16,15 +16,15 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -558,10 +558,33 @@ static int origin_self_start(void)
 }
 
 /* At start: the directory, if it is missing (its parent is the unit's
- * RuntimeDirectory), emptied of the records an earlier bridge left (one
- * bridge per directory).  Only said when it cannot be made: the streams
+ * RuntimeDirectory), rid of the records an earlier bridge of our uid left
+ * (one bridge per directory).  Only said when it cannot be made: the streams
  * go on without records. */
 static bool origin_on;
+
+/* Is @name in directory @dfd a record (or a half-written one) that a
+ * bridge of our uid left?  Only those go: LZCHAN_ORIGIN_DIR may name a
+ * directory that holds other files. */
+static bool origin_stale(int dfd, const char *name)
+{
+	static const char magic[] = "lzchan-origin 1 ";
+	char head[sizeof(magic) - 1];
+	struct stat st;
+	bool ours;
+	int fd;
+
+	if (name[0] == '.')
+		return false;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ours = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) &&
+	       !memcmp(head, magic, sizeof(head));
+	close(fd);
+	return ours;
+}
 
 static void origin_setup(void)
 {
@@ -592,7 +615,7 @@ static void origin_setup(void)
 	if (!dir)
 		goto fail;
 	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
+		if (origin_stale(dirfd(dir), e->d_name))
 			unlinkat(dirfd(dir), e->d_name, 0);
 	closedir(dir);
 	origin_on = true;
@@ -958,9 +981,9 @@ fail:
 }
 
 /* The proxy goes (its peer went, or refused): its senders get -EPIPE, and
- * the name goes with it until the peer is back. */
-/* Close route @r's proxy (@why, for the log); @lost: its senders'
- * lzchan_end_cause() says LOST (the far side was cut off), else CLOSED. */
+ * the name goes with it until the peer is back.  @why is for the log;
+ * @lost: its senders' lzchan_end_cause() says LOST (the far side was cut
+ * off), else CLOSED. */
 static void route_down(struct route *r, const char *why, bool lost)
 {
 	uint32_t l;
