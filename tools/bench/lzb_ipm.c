@@ -6,7 +6,8 @@
  *
  * One process, one lane of 1024 slots of 64 bytes, 56-byte messages whose
  * length the compiler cannot know (it comes from the command line), in
- * rounds of "send 256, receive 256".  Each path measured is one call of a
+ * rounds of "send 256, receive 256" (one row: 8 lanes, 32 each).  Each
+ * path measured is one call of a
  * noinline wrapper per message (per batch for the batch calls);
  * callgrind collects only inside it (--toggle-collect), and the figure is
  * the difference of two run lengths divided by the difference of their
@@ -38,15 +39,17 @@
 static const char *const ipm_paths[] = {
 	"send", "recv", "reserve+commit", "peek+release", "send_batch", "recv_batch",
 	"lazy-send", "lazy-recv", "recv, empty", "lazy-recv, empty", "recv_batch, views",
+	"recv, 8 lanes",
 };
 /* The wrapper callgrind collects in, per path. */
 static const char *const ipm_fns[] = {
 	"lzb_ipm_send", "lzb_ipm_recv", "lzb_ipm_reserve_commit", "lzb_ipm_peek_release",
 	"lzb_ipm_send_batch", "lzb_ipm_recv_batch", "lzb_ipm_lazy_send", "lzb_ipm_lazy_recv",
 	"lzb_ipm_recv", "lzb_ipm_lazy_recv", "lzb_ipm_recv_batch_views",
+	"lzb_ipm_recv",
 };
 /* The targets (instructions per message), 0: none. */
-static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20 };
+static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0 };
 /* The empty rows count one poll of an empty lane each (a receiver spinning
  * for its next message, as in a ping-pong) in place of a message. */
 #define IPM_EMPTY	8
@@ -54,6 +57,11 @@ static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20 };
 /* The batch receive as the issue's table counted it: the call and the
  * release of the batch, the messages read in place (not copied). */
 #define IPM_BATCH_VIEWS	10
+/* The receive with IPM_LANES lanes, each holding its share of the round
+ * (the N-senders ring's receiver: its cost per message, lane turns
+ * included). */
+#define IPM_MANY	11
+#define IPM_LANES	8
 #define IPM_NPATHS	((int)(sizeof(ipm_paths) / sizeof(ipm_paths[0])))
 
 /* ---------- the lazy ring, as the article describes it ---------- */
@@ -201,7 +209,7 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 {
 	char msg[64], out[IPM_BATCH][64], name[64];
 	struct iovec v[IPM_BATCH];
-	struct lzchan *rx = NULL, *tx = NULL;
+	struct lzchan *rx = NULL, *tx = NULL, *many[IPM_LANES] = { NULL };
 	struct ipm_lazy *lazy = NULL;
 	uint64_t done;
 	int k, j;
@@ -216,12 +224,20 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 		memset(lazy, 0, sizeof(*lazy));
 	} else {
 		lzb_chan_name(name, sizeof(name), "ipm");
-		rx = lzb_chan_rx(name, 64, IPM_SLOTS, 1);
+		rx = lzb_chan_rx(name, 64, IPM_SLOTS, path == IPM_MANY ? IPM_LANES : 1);
 		tx = lzb_chan_tx(name);
 		/* One message through first: a lane is polled once it has
 		 * carried something (before that, its bell wakes it). */
 		ipm_fill(tx, msg, len, 1);
 		ipm_drain(rx, out[0], 1);
+		if (path == IPM_MANY) {
+			many[0] = tx;
+			for (k = 1; k < IPM_LANES; k++) {
+				many[k] = lzb_chan_tx(name);
+				ipm_fill(many[k], msg, len, 1);
+				ipm_drain(rx, out[0], 1);
+			}
+		}
 	}
 	for (done = 0; done < n; done += IPM_ROUND) {
 		switch (path) {
@@ -282,6 +298,13 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 				out[0][0] = ((const char *)m[j - 1].data)[0];
 			}
 			break;
+		case IPM_MANY:
+			for (j = 0; j < IPM_LANES; j++)
+				ipm_fill(many[j], msg, len, IPM_ROUND / IPM_LANES);
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_recv(rx, out[0], sizeof(out[0])) != (int)len)
+					lzb_die("ipm: recv from %d lanes failed", IPM_LANES);
+			break;
 		case IPM_EMPTY:
 			for (k = 0; k < IPM_ROUND; k++)
 				if (lzb_ipm_recv(rx, out[0], sizeof(out[0])) != -EAGAIN)
@@ -294,6 +317,9 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 			break;
 		}
 	}
+	for (k = 1; k < IPM_LANES; k++)
+		if (many[k])
+			lzchan_close(many[k]);
 	if (rx) {
 		lzchan_close(tx);
 		lzchan_close(rx);
@@ -481,6 +507,9 @@ int lzb_cmd_ipm(int argc, char **argv)
 		       "views' reads them in place (as the issue's table counted it)", IPM_BATCH);
 	lzb_table_note(t, "empty rows: per poll of an empty lane (what a receiver spins on "
 		       "between messages, as in a ping-pong)");
+	lzb_table_note(t, "'recv, %d lanes': %d senders, %d messages on each per round, "
+		       "received from any lane (turns between busy lanes included)",
+		       IPM_LANES, IPM_LANES, IPM_ROUND / IPM_LANES);
 	lzb_emit(t);
 	return 0;
 }
