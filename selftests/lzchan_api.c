@@ -755,6 +755,71 @@ TEST(long_message_lane_gets_its_turn)
 }
 
 /*
+ * Receive-any over busy lanes: each message is reported with the lane it
+ * came from, each lane's messages in order, bursts of 16 from one lane
+ * while others wait (after the first turn, which has its own), and every
+ * lane served within the first round.  The turns are where the inline
+ * gate runs out and the library grants the next lane (and takes its
+ * first message itself).
+ */
+TEST(busy_lanes_take_turns)
+{
+	enum { NTX = 4, PER = 100 };
+	struct lzchan *tx[NTX];
+	uint32_t lane, lane_of[NTX], next[NTX] = { 0 }, prev = UINT32_MAX;
+	int i, r, run = 0, longest = 0, first_seen[NTX];
+	bool turned = false;
+	struct pair p;
+	uint32_t m[2];
+
+	ASSERT_EQ(0, pair_open(&p, "turns", lz_opts(64, 256, NTX)));
+	tx[0] = p.tx;
+	for (i = 1; i < NTX; i++)
+		ASSERT_EQ(0, lzchan_open(&tx[i], p.name, LZCHAN_SENDER, NULL));
+	for (i = 0; i < NTX; i++) {
+		lane_of[i] = UINT32_MAX;
+		first_seen[i] = -1;
+	}
+	for (i = 0; i < NTX * PER; i++) {
+		m[0] = (uint32_t)(i % NTX);
+		m[1] = (uint32_t)(i / NTX);
+		ASSERT_EQ(0, lzchan_send(tx[m[0]], m, sizeof(m)));
+	}
+	for (i = 0; i < NTX * PER; i++) {
+		r = lzchan_recv(p.rx, m, sizeof(m), &lane);
+		ASSERT_EQ((int)sizeof(m), r) TH_LOG("message %d: %d", i, r);
+		ASSERT_GT(NTX, (int)m[0]);
+		if (lane_of[m[0]] == UINT32_MAX)
+			lane_of[m[0]] = lane;
+		ASSERT_EQ(lane_of[m[0]], lane) TH_LOG("message %u of sender %u reported on lane %u",
+						      m[1], m[0], lane);
+		ASSERT_EQ(next[m[0]], m[1]) TH_LOG("sender %u: %u where %u was due", m[0], m[1],
+						   next[m[0]]);
+		next[m[0]] = m[1] + 1;
+		if (first_seen[m[0]] < 0)
+			first_seen[m[0]] = i;
+		if (lane != prev && prev != UINT32_MAX)
+			turned = true;
+		run = lane == prev ? run + 1 : 1;
+		prev = lane;
+		/* After the first turn, while every lane still has messages
+		 * waiting. */
+		if (turned && i < NTX * (PER - 20) && run > longest)
+			longest = run;
+	}
+	EXPECT_EQ(16, longest) TH_LOG("%d in a row from one lane at most", longest);
+	for (i = 0; i < NTX; i++) {
+		EXPECT_EQ(PER, (int)next[i]);
+		EXPECT_GE(NTX * 17, first_seen[i]) TH_LOG("sender %d first served %dth", i,
+							  first_seen[i]);
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, m, sizeof(m), &lane));
+	for (i = 1; i < NTX; i++)
+		lzchan_close(tx[i]);
+	pair_close(&p);
+}
+
+/*
  * A receiver that leaves ends sending at once, the inline send included
  * (it learns through attn, which the receiver's going moves); a next
  * receiver gets what was queued, and sending, inline too, comes back.
