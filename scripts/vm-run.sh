@@ -149,6 +149,16 @@ cp "$bsrc/kmod/lzchan.ko" "$initrd/lzchan.ko"
 cp "$top/selftests/settings" "$initrd/tests/"
 cp "$top/selftests/lzchan_hold" "$initrd/tests/" || fail_early "lzchan_hold built (run 'make selftests')"
 cp "$top/selftests/lzchan-static" "$initrd/tests/" || fail_early "lzchan-static built (run 'make selftests')"
+# The bridge, where it was built (UCX, libsodium), with the shared
+# libraries it loads at their own paths (the loader's too):
+# lzchan_bridge_vm.sh runs it on the module's backend.
+if [ -x "$top/tools/lzchan-bridged" ]; then
+	cp "$top/tools/lzchan-bridged" "$initrd/tests/"
+	for lib in $(ldd "$top/tools/lzchan-bridged" | awk '/\// { print ($2 == "=>") ? $3 : $1 }'); do
+		mkdir -p "$initrd$(dirname "$lib")" && cp -L "$lib" "$initrd$lib" ||
+			fail_early "the bridge's library $lib copied"
+	done
+fi
 for x in lzchan_epoll-static lzchan_fanin-static; do
 	cp "$top/selftests/$x" "$initrd/tests/" || fail_early "$x built (run 'make selftests')"
 done
