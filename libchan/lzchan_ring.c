@@ -2260,10 +2260,13 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 		return -EBADF;
 	/* The inline receive calls with its gate open only for what it does
 	 * not handle (nothing ready without a quick verdict, a longer
-	 * message); with it run out, try the next grant's lane first. */
+	 * message), and so do lzchan_recv_wait() and programs built with
+	 * LZCHAN_NO_INLINE, always; with the gate run out, try the next
+	 * grant's lane first (a spent bell, arming and no busy lane grant
+	 * nothing: the general way). */
 	ran_out = !ch->f.fast_left && ch->f.cur;
 	__lz_fast_settle(ch);
-	if (ran_out && ch->bell_left) {		/* (a spent bell: the general way) */
+	if (ran_out && ch->bell_left) {
 		__lz_fast_grant(ch);
 		if (ch->f.fast_left) {
 			ret = __lz_recv_take(ch, buf, cap, lane);
