@@ -903,6 +903,64 @@ TEST(turn_leaves_what_it_cannot_take)
 }
 
 /*
+ * The take at a turn releases the lane's earlier views, as the inline
+ * receive does: a view held on the next lane (lzchan_peek_lane()) when
+ * the turn takes the message after it goes with that message, so once
+ * the receiver has caught up the sender has its whole ring again.
+ */
+TEST(turn_releases_outstanding_views)
+{
+	struct lzchan *tx2, *t1, *t2;
+	uint32_t lane, lane1, lane2, v;
+	struct lzchan_msg view;
+	char buf[16];
+	int i, r, got2 = 0;
+	struct pair p;
+
+	ASSERT_EQ(0, pair_open(&p, "turnview", lz_opts(64, 64, 2)));
+	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
+	v = UINT32_MAX;
+	ASSERT_EQ(0, lzchan_send(p.tx, &v, sizeof(v)));
+	ASSERT_EQ(0, lzchan_send(tx2, &v, sizeof(v)));
+	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane1));
+	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane2));
+	t1 = lane1 == 0 ? p.tx : tx2;
+	t2 = lane1 == 0 ? tx2 : p.tx;
+	for (v = 0; v < 40; v++)
+		ASSERT_EQ(0, lzchan_send(t1, &v, sizeof(v)));
+	/* The rest of lane 2's first turn, then the one to view and the
+	 * one its next turn opens with. */
+	for (v = 0; v < 17; v++)
+		ASSERT_EQ(0, lzchan_send(t2, &v, sizeof(v)));
+	for (i = 0; got2 < 15 && i < 100; i++) {
+		ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane));
+		if (lane == lane2)
+			got2++;
+	}
+	ASSERT_EQ(15, got2);
+	ASSERT_EQ(0, lzchan_peek_lane(p.rx, lane2, &view));
+	memcpy(&v, view.data, sizeof(v));
+	ASSERT_EQ(15u, v);
+	/* Everything else, the view left outstanding. */
+	for (i = 0; i < 100; i++) {
+		r = lzchan_recv(p.rx, buf, sizeof(buf), &lane);
+		if (r == -EAGAIN)
+			break;
+		ASSERT_EQ((int)sizeof(v), r);
+		memcpy(&v, buf, sizeof(v));
+		if (lane == lane2)
+			ASSERT_EQ(16u, v);
+	}
+	ASSERT_EQ(-EAGAIN, r);
+	/* Caught up: lane 2's whole ring is its sender's again. */
+	for (v = 0; v < 64; v++)
+		ASSERT_EQ(0, lzchan_send(t2, &v, sizeof(v))) TH_LOG("send %u", v);
+	EXPECT_EQ(-EAGAIN, lzchan_send(t2, &v, sizeof(v)));
+	lzchan_close(tx2);
+	pair_close(&p);
+}
+
+/*
  * A receiver that leaves ends sending at once, the inline send included
  * (it learns through attn, which the receiver's going moves); a next
  * receiver gets what was queued, and sending, inline too, comes back.
