@@ -832,6 +832,32 @@ TEST(busy_lanes_take_turns)
 }
 
 /*
+ * Both of @p's lanes busy, one message each received (so that turns
+ * alternate, 16 from one, 16 from the other), with a second sender
+ * opened; *t1 sends on the lane served first (*lane1), *t2 on the other.
+ * 0, or what failed.
+ */
+static int two_busy_lanes(struct pair *p, struct lzchan **tx2, struct lzchan **t1,
+			  struct lzchan **t2, uint32_t *lane1, uint32_t *lane2)
+{
+	uint32_t v, first;
+	int r;
+
+	r = lzchan_open(tx2, p->name, LZCHAN_SENDER, NULL);
+	if (r)
+		return r;
+	v = 1;
+	if ((r = lzchan_send(p->tx, &v, sizeof(v))) || (v = 2, r = lzchan_send(*tx2, &v, sizeof(v))))
+		return r;
+	if (lzchan_recv(p->rx, &first, sizeof(first), lane1) != (int)sizeof(first) ||
+	    lzchan_recv(p->rx, &v, sizeof(v), lane2) != (int)sizeof(v) || *lane1 == *lane2)
+		return -EPROTO;
+	*t1 = first == 1 ? p->tx : *tx2;
+	*t2 = first == 1 ? *tx2 : p->tx;
+	return 0;
+}
+
+/*
  * At a turn the library takes the next lane's first message the inline
  * receive's way (lzchan_recv() in the library, its gate run out); what
  * that take does not handle goes the general way: here a message longer
@@ -841,33 +867,25 @@ TEST(busy_lanes_take_turns)
 TEST(turn_leaves_what_it_cannot_take)
 {
 	enum { SMALL = 100, BEFORE = 15 };
-	struct lzchan *tx2;
+	struct lzchan *tx2, *t1, *t2;
 	uint32_t lane, lane1, lane2, v;
 	char buf[64], big[40];
 	int i, r, got1 = 0, got2 = 0, emsgsize = 0;
 	struct pair p;
 
 	ASSERT_EQ(0, pair_open(&p, "turnbig", lz_opts(64, 256, 2)));
-	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
-	/* Both lanes busy first (one message each), so that turns alternate:
-	 * 16 from one, 16 from the other. */
-	v = UINT32_MAX;
-	ASSERT_EQ(0, lzchan_send(p.tx, &v, sizeof(v)));
-	ASSERT_EQ(0, lzchan_send(tx2, &v, sizeof(v)));
-	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane1));
-	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane2));
-	ASSERT_NE(lane1, lane2);
+	ASSERT_EQ(0, two_busy_lanes(&p, &tx2, &t1, &t2, &lane1, &lane2));
 	for (v = 0; v < SMALL; v++)
-		ASSERT_EQ(0, lzchan_send(lane1 == 0 ? p.tx : tx2, &v, sizeof(v)));
+		ASSERT_EQ(0, lzchan_send(t1, &v, sizeof(v)));
 	/* The other lane: what is left of its first turn (the burst less
 	 * the message above), then the long one, which thus opens that
 	 * lane's next turn: the take's to leave. */
 	for (v = 0; v < BEFORE; v++)
-		ASSERT_EQ(0, lzchan_send(lane1 == 0 ? tx2 : p.tx, &v, sizeof(v)));
+		ASSERT_EQ(0, lzchan_send(t2, &v, sizeof(v)));
 	memset(big, 'B', sizeof(big));
-	ASSERT_EQ(0, lzchan_send(lane1 == 0 ? tx2 : p.tx, big, sizeof(big)));
+	ASSERT_EQ(0, lzchan_send(t2, big, sizeof(big)));
 	for (v = BEFORE; v < SMALL; v++)
-		ASSERT_EQ(0, lzchan_send(lane1 == 0 ? tx2 : p.tx, &v, sizeof(v)));
+		ASSERT_EQ(0, lzchan_send(t2, &v, sizeof(v)));
 	/* Every receive with room for 8 bytes: the 40-byte message must stop
 	 * one of them, whichever path reaches it, and come whole after. */
 	for (i = 0; got1 + got2 < 2 * SMALL + 1 && i < 4 * SMALL; i++) {
@@ -918,14 +936,7 @@ TEST(turn_releases_outstanding_views)
 	struct pair p;
 
 	ASSERT_EQ(0, pair_open(&p, "turnview", lz_opts(64, 64, 2)));
-	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
-	v = UINT32_MAX;
-	ASSERT_EQ(0, lzchan_send(p.tx, &v, sizeof(v)));
-	ASSERT_EQ(0, lzchan_send(tx2, &v, sizeof(v)));
-	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane1));
-	ASSERT_EQ((int)sizeof(v), lzchan_recv(p.rx, buf, sizeof(buf), &lane2));
-	t1 = lane1 == 0 ? p.tx : tx2;
-	t2 = lane1 == 0 ? tx2 : p.tx;
+	ASSERT_EQ(0, two_busy_lanes(&p, &tx2, &t1, &t2, &lane1, &lane2));
 	for (v = 0; v < 40; v++)
 		ASSERT_EQ(0, lzchan_send(t1, &v, sizeof(v)));
 	/* The rest of lane 2's first turn, then the one to view and the
