@@ -308,8 +308,12 @@ static inline void __lzchan_copy(void *dst, const void *src, size_t n)
 	const char *s = (const char *)src;
 
 	if (n >= 32) {
-		__builtin_memcpy(d, s, 32);
-		__builtin_memcpy(d + n - 32, s + n - 32, 32);
+		/* As four moves of 16, so that the last two address from
+		 * the end (base + n - 32, - 16) with no arithmetic first. */
+		__builtin_memcpy(d, s, 16);
+		__builtin_memcpy(d + 16, s + 16, 16);
+		__builtin_memcpy(d + n - 32, s + n - 32, 16);
+		__builtin_memcpy(d + n - 16, s + n - 16, 16);
 	} else if (n >= 16) {
 		__builtin_memcpy(d, s, 16);
 		__builtin_memcpy(d + n - 16, s + n - 16, 16);

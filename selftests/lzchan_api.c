@@ -172,27 +172,35 @@ TEST(send_recv)
 	pair_close(&p);
 }
 
+/* Every length, on 64-byte slots (inline up to 56) and 128-byte ones
+ * (inline up to LZCHAN_INLINE_MAX, 64): what arrives is what was sent,
+ * and nothing past it in the receive buffer is written. */
 TEST(every_size)
 {
-	static char out[64 * 64], in[64 * 64];
+	static char out[64 * 128], in[64 * 128 + 1];
+	static const uint32_t slot_sizes[] = { 64, 128 };
 	struct lzchan_geom g;
 	struct pair p;
-	uint32_t len, i;
+	uint32_t len, i, k;
 
-	ASSERT_EQ(0, pair_open(&p, "size", lz_opts(64, 64, 1)));
-	ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
-	for (len = 0; len <= g.max_msg; len++) {
-		for (i = 0; i < len; i++)
-			out[i] = (char)(len * 7 + i);
-		ASSERT_EQ(0, send_here(&p, out, len)) TH_LOG("len %u", len);
-		ASSERT_EQ((int)len, lzchan_recv(p.rx, in, sizeof(in), NULL));
-		ASSERT_EQ(0, memcmp(in, out, len)) TH_LOG("len %u", len);
-		/* Finding the ring empty publishes the receiver's position:
-		 * then the largest message always fits. */
-		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, in, sizeof(in), NULL));
+	for (k = 0; k < 2; k++) {
+		ASSERT_EQ(0, pair_open(&p, "size", lz_opts(slot_sizes[k], 64, 1)));
+		ASSERT_EQ(0, lzchan_geometry(p.tx, &g));
+		for (len = 0; len <= g.max_msg; len++) {
+			for (i = 0; i < len; i++)
+				out[i] = (char)(len * 7 + i);
+			memset(in, 0xa5, len + 1);
+			ASSERT_EQ(0, send_here(&p, out, len)) TH_LOG("len %u", len);
+			ASSERT_EQ((int)len, lzchan_recv(p.rx, in, sizeof(in) - 1, NULL));
+			ASSERT_EQ(0, memcmp(in, out, len)) TH_LOG("len %u", len);
+			ASSERT_EQ((char)0xa5, in[len]) TH_LOG("len %u: written past", len);
+			/* Finding the ring empty publishes the receiver's
+			 * position: then the largest message always fits. */
+			ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, in, sizeof(in), NULL));
+		}
+		EXPECT_EQ(-EMSGSIZE, lzchan_send(p.tx, out, g.max_msg + 1));
+		pair_close(&p);
 	}
-	EXPECT_EQ(-EMSGSIZE, lzchan_send(p.tx, out, g.max_msg + 1));
-	pair_close(&p);
 }
 
 TEST(full_ring_and_recv_too_small)
