@@ -356,11 +356,12 @@ static inline int __lzchan_cut(const struct __lzchan_fast *f)
 	return __lzchan_unlikely(__atomic_load_n(&f->cut, __ATOMIC_RELAXED) != 0);
 }
 
-/* Inline sends count the lane's bytes and publish the lane's message and
- * byte counts (tx->msgs, tx->bytes) every LZCHAN_STAT_EVERY positions,
- * through the library; the library counts the messages and publishes the
- * counts exact on every other path, when the lane is full, at
- * lzchan_flush() and at close.  (A power of two.) */
+/* Inline sends count the lane's bytes; the library counts the messages
+ * and publishes both (tx->msgs, tx->bytes): at every LZCHAN_STAT_EVERY-th
+ * position, where the inline gate stops and the library sends (so a
+ * lane's published counts lag its sends by less than this), and exact on
+ * every other path, when the lane is full, at lzchan_flush() and at
+ * close.  (A power of two.) */
 #define LZCHAN_STAT_EVERY	64
 
 /* The library's entry points behind the inline functions (LZCHAN_0.2;
@@ -636,10 +637,11 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 	/* Keeps the loads below after the stores above, and after a SIGBUS
 	 * handler that ran during them (see LZCHAN_ATTN_POISON). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* One test for three rare cases, sorted out by the library: counts
-	 * to publish (every LZCHAN_STAT_EVERY positions); the one word of
-	 * the receiver's we load, attn, moved; and the slot or the lane's
-	 * line met a cut (the handler poisoned attn_seen, and attn reads 0).
+	/* One test for two rare cases, sorted out by the library: the one
+	 * word of the receiver's we load, attn, moved; and the slot or the
+	 * lane's line met a cut (the handler poisoned attn_seen, and attn
+	 * reads 0).  (The counts are not a case: the gate stops at every
+	 * LZCHAN_STAT_EVERY-th position, whose send the library makes.)
 	 * attn pairs with the receiver's heavy barrier after it stores
 	 * attn: it sees our message, or we see its store (a sender that
 	 * must fence each send never comes here: tx_max is 0).  Relaxed:
@@ -647,8 +649,7 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 	attn = __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED);
 	/* attn_seen after attn, and after a handler that ran during it. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__lzchan_unlikely(!(next & (LZCHAN_STAT_EVERY - 1)) ||
-			      attn != __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
+	if (__lzchan_unlikely(attn != __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
 		return __lzchan_tx_after(ch);
 	return 0;
 }

@@ -117,15 +117,12 @@ void __lzchan_tx_init(struct lzchan *ch)
 }
 
 /*
- * The inline send's gate.  tx_room is how many positions the inline path
- * may fill before the library looks again: the free room by the cached
- * head, or 0 while the library must act (a reservation of its own, a
- * message ever spanned slots, a sender that fences every send).  Called
- * whenever tail, cached_head, reserved or cont_any change in the library,
- * so the inline path never sees a stale room larger than the truth; the
- * inline path itself only takes from it.
+ * The room the inline gate vouches for: how many one-slot positions may be
+ * filled without the library, by the cached head, or 0 while the library
+ * must act (a reservation of its own, a message ever spanned slots, a
+ * sender that fences every send, attn not looked at yet).
  */
-void __lzchan_tx_gate(struct lzchan *ch)
+static uint32_t __lz_tx_gate_room(const struct lzchan *ch)
 {
 	/* cached_head comes from the receiver's line: a head "ahead" of our
 	 * tail (a hostile or broken receiver, or on shm anyone) gives no
@@ -135,8 +132,26 @@ void __lzchan_tx_gate(struct lzchan *ch)
 
 	/* attn_known: the inline send compares attn with what we last saw
 	 * (attn_seen), so it may go only once we have looked. */
-	ch->f.tx_room = !ch->f.tx_max || ch->f.reserved || ch->f.cont_any ||
-			!ch->attn_known || used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
+	return !ch->f.tx_max || ch->f.reserved || ch->f.cont_any || !ch->attn_known ||
+	       used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
+}
+
+/*
+ * The inline send's gate.  tx_room is how many positions the inline path
+ * may fill before the library looks again: the room above, and no further
+ * than the next multiple of LZCHAN_STAT_EVERY, where the library's send
+ * publishes the counts the inline send leaves to it (msgs, bytes) with
+ * that position's message.  Called
+ * whenever tail, cached_head, reserved or cont_any change in the library,
+ * so the inline path never sees a stale room larger than the truth; the
+ * inline path itself only takes from it.
+ */
+void __lzchan_tx_gate(struct lzchan *ch)
+{
+	uint32_t room = __lz_tx_gate_room(ch);
+	uint32_t to_stat = LZCHAN_STAT_EVERY - (ch->f.tail & (LZCHAN_STAT_EVERY - 1));
+
+	ch->f.tx_room = room < to_stat ? room : to_stat;
 }
 
 /* Count the messages the inline path sent since the last count: one per
@@ -272,9 +287,9 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 	return now - w->stall_ns >= STALL_NS;
 }
 
-/* Make the lane's counts exact (the inline send publishes them every
- * LZCHAN_STAT_EVERY messages).  Relaxed: statistics, nobody orders on
- * them. */
+/* Make the lane's counts exact (the inline send leaves them to the
+ * library, which its gate calls every LZCHAN_STAT_EVERY positions).
+ * Relaxed: statistics, nobody orders on them. */
 void __lzchan_tx_stats(struct lzchan *ch)
 {
 	if (!ch || ch->f.role != LZCHAN_SENDER || !ch->f.tx)
@@ -469,8 +484,9 @@ static inline void __lz_tx_notify(struct lzchan *ch)
 		__lz_tx_attn(ch);
 }
 
-/* lzchan.h's inline publish found statistics due, a cut, or attn moved
- * (after its compiler barrier): sort them out.  Returns what the send
+/* lzchan.h's inline publish found a cut, or attn moved (after its
+ * compiler barrier), or (a header of earlier 0.3, whose gate did not stop
+ * for them) statistics due: sort them out.  Returns what the send
  * returns: 0, or -EIO. */
 int __lzchan_tx_after(struct lzchan *ch)
 {
@@ -689,11 +705,17 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, unsigned int n,
 				  bool *cut)
 {
-	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k;
+	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k, k_stat;
 	const uint32_t *cutw = &ch->f.cut;	/* as __lzchan_cut() reads it */
 	uint64_t bytes = 0;
 
-	if ((int32_t)room <= 0)
+	/* The gate's room, or (when it is shut, or short of the batch) the
+	 * room it summarises without its stop at the next count: the run
+	 * stores the counts itself.  (Never more than that room: the gate
+	 * is that room or less, and shut by an inline reservation.) */
+	if ((int32_t)room <= 0 || room < n)
+		room = __lz_tx_gate_room(ch);
+	if (!room)
 		return 0;
 	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
 	if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) == LZCHAN_RX_GONE)
@@ -730,13 +752,16 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 	tail += k;
 	ch->f.tail = tail;
 	ch->stat_tail = tail;
-	ch->f.tx_room = room - k;	/* the gate, kept: k positions taken */
 	ch->f.stat_msgs += k;
 	ch->f.stat_bytes += bytes;
 	/* Relaxed, as in __lz_fast_publish(). */
 	__lz_store(&ch->f.tx->tail, tail);
 	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
 	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
+	/* The gate, kept: k positions taken, and the counts just stored. */
+	room -= k;
+	k_stat = LZCHAN_STAT_EVERY - (tail & (LZCHAN_STAT_EVERY - 1));
+	ch->f.tx_room = room < k_stat ? room : k_stat;
 	return k;
 }
 
