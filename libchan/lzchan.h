@@ -280,7 +280,8 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 					 * before the library looks again (its
 					 * turn, the bell, the head); 0 for a
 					 * sender, while armed, with no active
-					 * lane */
+					 * lane; zeroed by the library's
+					 * SIGBUS handler on a cut (shm) */
 	uint32_t rx_max;		/* longest payload the inline receive copies */
 	uint32_t empty_left;		/* "empty" verdicts the inline receive may
 					 * give before the library looks again
@@ -363,6 +364,64 @@ static inline int __lzchan_cut(const struct __lzchan_fast *f)
  * every other path, when the lane is full, at lzchan_flush() and at
  * close.  (A power of two.) */
 #define LZCHAN_STAT_EVERY	64
+
+/* The receiver's (read-only) view of a slot. */
+static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzchan_fast *f,
+							      const char *slots, uint32_t pos)
+{
+	return (const struct lzchan_slot_hdr *)(slots +
+						((size_t)(pos & f->mask) << f->slot_shift));
+}
+
+/*
+ * The inline receive's take: one message from the lane the library
+ * granted (@rl, which is cur, while fast_left > 0), copied into @buf, its books left to the
+ * library (which settles them by how far cur's peek moved).  Used by the
+ * inline lzchan_recv() and by the library's own receive when it has just
+ * granted.  Returns the length, -EIO when the copy met a cut (shm), or:
+ */
+#define __LZCHAN_TAKE_NONE	(-EAGAIN)	/* nothing ready at cur's peek */
+#define __LZCHAN_TAKE_SLOW	(-ENOTRECOVERABLE) /* the library's to look at */
+static inline int __lzchan_fast_take(struct __lzchan_fast *f, struct __lzchan_rxlane *rl,
+				     void *buf, size_t cap, uint32_t *lane)
+{
+	uint32_t len, peek = rl->peek;
+	const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
+
+	/* Pairs with the sender's release store of seq. */
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+		return __LZCHAN_TAKE_NONE;
+	/* Then its length, relaxed (published by that seq), read once: the
+	 * sender may change it, so only this copy is checked and used; a
+	 * pad, a longer message or garbage is over rx_max. */
+	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+	if (__lzchan_unlikely(len > f->rx_max || len > cap))
+		return __LZCHAN_TAKE_SLOW;
+	if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
+		__builtin_unreachable();
+	__lzchan_copy(buf, h + 1, len);
+	/* Did the copy meet a cut?  The SIGBUS handler, on this thread,
+	 * during an access above, zeroes a receiver's fast_left (and marks
+	 * cut): the gate, nonzero when we came (and never past 2^31: the
+	 * library grants a burst at most), goes below 0 as it is counted
+	 * down.  The fence keeps the count after those accesses. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__lzchan_unlikely((int32_t)--f->fast_left < 0)) {
+		f->fast_left = 0;
+		return -EIO;	/* not the zeros of the replacement */
+	}
+	/* Views still outstanding on the lane (head short of peek) go with
+	 * it, as the library's receive (a peek and a release of the message
+	 * taken) releases them. */
+	rl->peek = peek + 1;
+	/* Relaxed atomic: a plain store, which the compiler would otherwise
+	 * merge with the one above through a vector register (three
+	 * instructions for two). */
+	__atomic_store_n(&rl->head, peek + 1, __ATOMIC_RELAXED);
+	if (lane)
+		*lane = f->cur_lane;
+	return (int)len;
+}
 
 /* The library's entry points behind the inline functions (LZCHAN_0.2;
  * __lzchan_lost, __lzchan_tx_stats and __lzchan_tx_after since
@@ -584,14 +643,6 @@ static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast 
 	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
 }
 
-/* The receiver's (read-only) view of a slot. */
-static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzchan_fast *f,
-							      const char *slots, uint32_t pos)
-{
-	return (const struct lzchan_slot_hdr *)(slots +
-						((size_t)(pos & f->mask) << f->slot_shift));
-}
-
 /* The inline send's gate: a payload it takes, a position it may fill,
  * and nothing new on the receiver's side (attn as the library last saw it:
  * a receiver gone changes it, and the library then keeps it unseen). */
@@ -784,40 +835,12 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 
 	if (__lzchan_likely(ch && f->fast_left)) {
 		struct __lzchan_rxlane *rl = f->cur;
-		uint32_t len, peek = rl->peek;
-		const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
-		/* Pairs with the sender's release store of seq. */
-		uint32_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+		int r = __lzchan_fast_take(f, rl, buf, cap, lane);
 
-		if (seq != peek + 1) {
-			if (__lzchan_fast_empty(f, rl))
-				return -EAGAIN;
-		/* Then its length, relaxed (published by that seq), read
-		 * once: the sender may change it, so only this copy is
-		 * checked and used; a pad, a longer message or garbage is
-		 * over rx_max.  Views still outstanding on the lane (head
-		 * short of peek) are released with it, as the library's
-		 * receive releases them (a peek, then a release of the
-		 * message taken). */
-		} else if (__lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
-					   f->rx_max && len <= cap)) {
-			if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
-				__builtin_unreachable();
-			__lzchan_copy(buf, h + 1, len);
-			/* What was copied met the cut: -EIO, not the zeros
-			 * (f->lost is the handle's own guard word). */
-			if (__lzchan_cut(f))
-				return -EIO;
-			f->fast_left--;
-			rl->peek = peek + 1;
-			/* Relaxed atomic: a plain store, which the compiler
-			 * would otherwise merge with the one above through a
-			 * vector register (three instructions for two). */
-			__atomic_store_n(&rl->head, peek + 1, __ATOMIC_RELAXED);
-			if (lane)
-				*lane = f->cur_lane;
-			return (int)len;
-		}
+		if (__lzchan_likely(r >= 0) || r == -EIO)
+			return r;
+		if (r == __LZCHAN_TAKE_NONE && __lzchan_fast_empty(f, rl))
+			return -EAGAIN;
 	}
 	return __lzchan_recv(ch, buf, cap, lane);
 }

@@ -90,12 +90,17 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		 * the inline send's check after publishing (a relaxed load
 		 * after its signal fence, on this thread) sees them differ
 		 * and asks the library, which says -EIO; so does every later
-		 * gate.  Relaxed, as lost. */
+		 * gate.  A receiver's fast_left, zeroed: the inline receive's
+		 * count of it after its copy (after its signal fence) borrows
+		 * and says -EIO; every later call goes to the library.
+		 * Relaxed, as lost. */
 		{
 			uint32_t *p = __atomic_load_n(&g->poison, __ATOMIC_RELAXED);
 
 			if (p)
-				__atomic_store_n(p, LZCHAN_ATTN_POISON, __ATOMIC_RELAXED);
+				__atomic_store_n(p, __atomic_load_n(&g->poison_val,
+								    __ATOMIC_RELAXED),
+						 __ATOMIC_RELAXED);
 		}
 		return;
 	}
@@ -197,13 +202,18 @@ struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_of
 	return g;
 }
 
-/* Word @word (a sender handle's attn_seen) is to be poisoned when the
- * mapping is replaced.  Only the handle's own thread makes the accesses
- * that fault; relaxed, as the handler reads it. */
-void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word)
+/* Word @word is to be set to @val when the mapping is replaced: a sender
+ * handle's attn_seen to LZCHAN_ATTN_POISON, a receiver's fast_left to 0
+ * (lzchan.h).  Only the handle's own thread makes the accesses that
+ * fault; relaxed, as the handler reads them (the value first: the
+ * handler takes a word it finds with the value stored before it). */
+void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word, uint32_t val)
 {
-	if (g)
-		__atomic_store_n(&g->poison, word, __ATOMIC_RELAXED);
+	if (!g)
+		return;
+	__atomic_store_n(&g->poison_val, val, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* val before word, for the handler */
+	__atomic_store_n(&g->poison, word, __ATOMIC_RELAXED);
 }
 
 /* Word @word (the handle's f.cut, which __lzchan_cut() reads) is to be

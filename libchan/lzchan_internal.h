@@ -53,14 +53,15 @@ struct __lzchan_guard {
 	size_t len;
 	size_t hdr_off;			/* its struct lzchan_shm_hdr, or SIZE_MAX */
 	struct __lzchan_guard *next;
-	uint32_t *poison;		/* set to LZCHAN_ATTN_POISON on a cut */
+	uint32_t *poison;		/* set to poison_val on a cut */
+	uint32_t poison_val;
 	uint32_t *cut;			/* the handle's f.cut: set to 1 on a cut */
 };
 
 struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_off);
 bool __lzchan_guard_lost(const struct __lzchan_guard *g);
 void __lzchan_guard_retire(struct __lzchan_guard *g);
-void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word);
+void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word, uint32_t val);
 void __lzchan_guard_cut_word(struct __lzchan_guard *g, uint32_t *word);
 
 struct lzchan {

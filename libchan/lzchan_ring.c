@@ -1760,7 +1760,9 @@ static void __lz_fast_grant(struct lzchan *ch)
 	struct __lzchan_rxlane *rl;
 	uint32_t n, due;
 
-	if (ch->f.armed || !ch->f.nactive || !ch->bell_left ||
+	/* cut: the mapping is gone (shm); the inline receive must not read
+	 * its replacement. */
+	if (ch->f.armed || !ch->f.nactive || !ch->bell_left || ch->f.cut ||
 	    ch->f.role != LZCHAN_RECEIVER) {
 		ch->f.fast_left = 0;
 		ch->f.cur = NULL;	/* nothing to settle */
@@ -2243,39 +2245,6 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 	return ret;
 }
 
-/*
- * The inline receive's take, in the library: one message from cur, as
- * lzchan_recv() in lzchan.h takes it (and with its books left, like its,
- * to the next settle), or __LZ_SLOW for anything else.  For the call that
- * comes when the inline gate ran out -- a burst ended, the bell's budget
- * or the head's publication fell due -- and was granted again: the next
- * lane's first message costs the settle and the grant, not the general
- * receive as well (with N busy lanes, every 16th message).
- */
-static inline int __lz_recv_take(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
-{
-	struct __lzchan_rxlane *rl = ch->f.cur;
-	const struct lzchan_slot_hdr *h;
-	uint32_t len, peek = rl->peek;
-
-	h = __lzchan_slot(ch, rl->slots, peek);
-	/* Pairs with the sender's release store of seq, as in __lz_rx_fast(). */
-	if (__lz_load_acq(&h->seq) != peek + 1)
-		return __LZ_SLOW;
-	len = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
-	if (len > ch->f.rx_max || len > cap)
-		return __LZ_SLOW;
-	__lzchan_copy(buf, h + 1, len);
-	if (__lzchan_unlikely(__lzchan_cut(&ch->f)))
-		return __LZ_SLOW;	/* met a cut: the general path says -EIO */
-	ch->f.fast_left--;
-	/* Earlier views of the lane go with it, as in the inline receive. */
-	rl->peek = rl->head = peek + 1;
-	if (lane)
-		*lane = ch->f.cur_lane;
-	return (int)len;
-}
-
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	bool ran_out;
@@ -2293,8 +2262,14 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	__lz_fast_settle(ch);
 	if (ran_out && ch->bell_left) {
 		__lz_fast_grant(ch);
+		/* The next lane's first message as the inline receive takes
+		 * it (and with its books, like its, left to the next settle):
+		 * with N busy lanes, every 16th message costs the settle and
+		 * the grant, not the general receive as well.  Anything
+		 * else -- nothing ready, something the inline receive would
+		 * not take, a cut -- the general way. */
 		if (ch->f.fast_left) {
-			ret = __lz_recv_take(ch, buf, cap, lane);
+			ret = __lzchan_fast_take(&ch->f, ch->f.cur, buf, cap, lane);
 			if (ret >= 0)
 				return ret;
 			__lz_fast_settle(ch);

@@ -735,9 +735,12 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 		return -errno;
 	ch->f.lost = &ch->guard->lost;	/* earlier 0.3 headers read it */
 	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);	/* __lzchan_cut() reads it */
-	/* The inline send learns of a cut by attn_seen (lzchan.h). */
+	/* The inline send learns of a cut by attn_seen, the inline receive
+	 * by its gate, fast_left, borrowing (lzchan.h). */
 	if (ch->f.role == LZCHAN_SENDER)
-		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen);
+		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen, LZCHAN_ATTN_POISON);
+	else
+		__lzchan_guard_poison(ch->guard, &ch->f.fast_left, 0);
 	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
 }
 

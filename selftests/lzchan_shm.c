@@ -292,8 +292,17 @@ TEST(truncated_channel_receiver)
 	ASSERT_EQ(0, lzchan_send(tx, "a", 1));
 	ASSERT_EQ(0, lzchan_send(tx, "b", 1));
 	ASSERT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
+	/* A view of "b", with the inline receive's gate still open (the
+	 * handle's fast_left, lzchan.h). */
+	ASSERT_EQ(0, lzchan_peek(rx, &m));
+	ASSERT_LT(0, ((const struct __lzchan_fast *)rx)->fast_left);
 	/* Cut to one page: the header survives, the lanes do not. */
 	ASSERT_EQ(0, truncate(path, sysconf(_SC_PAGESIZE)));
+	/* Reading the view meets the cut: the library's SIGBUS handler maps
+	 * zeros over the channel and shuts that gate (so an inline receive
+	 * whose copy met it says -EIO), with no library call in between. */
+	EXPECT_EQ(0, *(const volatile char *)m.data);
+	EXPECT_EQ(0, ((const struct __lzchan_fast *)rx)->fast_left);
 	EXPECT_EQ(-EIO, lzchan_recv(rx, buf, sizeof(buf), NULL));
 	/* Every later call says so too, never "nothing there". */
 	EXPECT_EQ(-EIO, lzchan_recv(rx, buf, sizeof(buf), NULL));
@@ -438,6 +447,95 @@ TEST(cut_mid_lane_is_never_a_silent_success)
 		}
 	}
 	rmdir(dir);
+}
+
+/*
+ * The inline receive's copy meets a cut: it must say -EIO, not hand out
+ * what it copied.  A cut cannot be met by the copy of a real lane
+ * deterministically (a slot never straddles a page, so the copy reads the
+ * page its seq was read from: only a truncation in between, a race of a
+ * few instructions, gets there), so the header's take runs on a lane made
+ * by hand: the slot's header at the end of one page, its payload on the
+ * next, which is PROT_NONE; the SIGSEGV that the copy meets plays the
+ * library's SIGBUS handler -- it zeroes the handle's fast_left, as that
+ * handler does for a receiver -- and lets the copy go on.
+ */
+static struct __lzchan_fast *cut_fake;
+static char *cut_page;
+static long cut_psize;
+
+static void cut_fake_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if ((char *)si->si_addr < cut_page || (char *)si->si_addr >= cut_page + cut_psize)
+		abort();
+	cut_fake->fast_left = 0;
+	cut_fake->cut = 1;
+	if (mprotect(cut_page, cut_psize, PROT_READ))
+		abort();
+}
+
+TEST(inline_recv_copy_meets_a_cut)
+{
+	struct __lzchan_fast f;
+	struct __lzchan_rxlane rl;
+	struct lzchan_slot_hdr *h;
+	struct sigaction sa, old;
+	char *two, buf[64];
+	uint32_t lane = 99;
+	int fault;
+
+	cut_psize = sysconf(_SC_PAGESIZE);
+	two = mmap(NULL, 2 * cut_psize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, two);
+	cut_page = two + cut_psize;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = cut_fake_handler;
+	sa.sa_flags = SA_SIGINFO;
+	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, &old));
+	for (fault = 0; fault < 2; fault++) {
+		memset(&f, 0, sizeof(f));
+		memset(&rl, 0, sizeof(rl));
+		f.role = LZCHAN_RECEIVER;
+		f.slot_size = 64;
+		f.slot_shift = 6;
+		f.mask = 0;		/* one slot */
+		f.rx_max = 56;
+		f.fast_left = 5;
+		f.cur = &rl;
+		f.cur_lane = 3;
+		rl.peek = rl.head = 7;
+		/* The slot: its header the last 8 bytes of the first page. */
+		rl.slots = cut_page - sizeof(*h);
+		h = (struct lzchan_slot_hdr *)(cut_page - sizeof(*h));
+		ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
+		memcpy(cut_page, "forty bytes of a message, which arrived", 40);
+		h->len = 40;
+		h->seq = 8;		/* position 7, ready */
+		if (fault)
+			ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_NONE));
+		cut_fake = &f;
+		memset(buf, 0, sizeof(buf));
+		lane = 99;
+		if (!fault) {
+			EXPECT_EQ(40, lzchan_recv((struct lzchan *)&f, buf, sizeof(buf), &lane));
+			EXPECT_EQ(0, memcmp(buf, "forty bytes", 11));
+			EXPECT_EQ(3, lane);
+			EXPECT_EQ(8, rl.peek);
+			EXPECT_EQ(8, rl.head);
+			EXPECT_EQ(4, f.fast_left);
+			continue;
+		}
+		EXPECT_EQ(-EIO, lzchan_recv((struct lzchan *)&f, buf, sizeof(buf), &lane))
+			TH_LOG("a copy that met a cut was handed out");
+		EXPECT_EQ(99, lane);
+		EXPECT_EQ(7, rl.peek);	/* not taken */
+		EXPECT_EQ(7, rl.head);
+		EXPECT_EQ(0, f.fast_left);	/* the gate stays shut */
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	munmap(two, 2 * cut_psize);
 }
 
 /*
