@@ -667,7 +667,8 @@ static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 
 /* Publish the one-slot message of @len bytes written in slot @h at
  * position @tail (the sender's tail, passed in so that nothing is
- * reloaded after the caller's copy into the slot).  Returns what the send
+ * reloaded after the caller's copy into the slot); the caller took the
+ * position from tx_room.  Returns what the send
  * returns: 0, or -EIO when an access met a cut. */
 static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_fast *f,
 					    struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len,
@@ -680,7 +681,6 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 	/* Pairs with the receiver's acquire load of seq. */
 	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
 	f->tail = next;
-	f->tx_room--;
 	f->stat_bytes += len;
 	/* Relaxed: the receiver only compares tail (a stall check, which
 	 * gives a live sender time to agree); nobody orders on it. */
@@ -719,7 +719,14 @@ static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 		/* Loaded once: the copy's stores may alias the handle. */
 		const struct lzchan_shm_rx_lane *rxl = f->my_rxl;
 
-		if (__lzchan_fast_room_rxl(f, len, rxl)) {
+		/* The gate, with the position taken from tx_room as it is
+		 * tested (a shut gate, 0 or bit 31, goes below 0; the library
+		 * computes it again whenever it is called, so a position
+		 * taken by a send that then went to the library is not lost). */
+		if (__lzchan_likely(len <= f->tx_max && (int32_t)--f->tx_room >= 0 &&
+				    /* As in __lzchan_fast_room_rxl(). */
+				    __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
+				    __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED))) {
 			uint32_t tail = f->tail;
 			struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
 
@@ -757,7 +764,8 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 	/* Only an inline reservation (bit 31), and what it reserved. */
 	if (__lzchan_likely(ch && (int32_t)f->tx_room < 0 && len <= f->resv_len)) {
 		f->reserved = 0;
-		f->tx_room &= 0x7fffffffU;
+		/* The mark cleared, and the reserved position taken. */
+		f->tx_room = (f->tx_room & 0x7fffffffU) - 1;
 		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
 	}
 	return __lzchan_commit(ch, len);

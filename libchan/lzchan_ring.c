@@ -619,6 +619,10 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	int ret;
 
+	/* The inline send takes a position from the gate as it tests it,
+	 * and comes here when the test fails: compute it again. */
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER))
+		__lzchan_tx_gate(ch);
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
 		__lz_tx_notify(ch);
 		return __lz_touched(ch, 0);

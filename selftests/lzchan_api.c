@@ -427,6 +427,45 @@ TEST(reserve_commit)
 	pair_close(&p);
 }
 
+/*
+ * An inline reservation (one slot) stays the only thing in flight however
+ * many sends try meanwhile: the inline send takes a position from its gate
+ * as it tests it, which an open reservation keeps below 0, and the library
+ * each refused send reaches computes the gate again (were it not, the
+ * refusals would count the reservation's mark away and a send would slip
+ * in, over the reserved slot).
+ */
+TEST(sends_wait_for_an_inline_reservation)
+{
+	char buf[64], *w;
+	struct pair p;
+	int i;
+
+	ASSERT_EQ(0, pair_open(&p, "zci", lz_opts(64, 64, 1)));
+	/* The inline gate opens once the library has looked. */
+	ASSERT_EQ(0, lzchan_send(p.tx, "first", 5));
+	ASSERT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_reserve(p.tx, 20, (void **)&w));
+	memset(w, 'r', 20);
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(-EBUSY, lzchan_send(p.tx, "x", 1)) TH_LOG("send %d", i);
+		if (i % 7 == 0)
+			ASSERT_EQ(-EBUSY, lzchan_reserve(p.tx, 8, (void **)&w));
+	}
+	ASSERT_EQ(0, lzchan_commit(p.tx, 20));
+	ASSERT_EQ(20, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_EQ('r', buf[0]);
+	EXPECT_EQ('r', buf[19]);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* And the whole ring is there after it. */
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, lzchan_send(p.tx, "y", 1)) TH_LOG("send %d", i);
+	EXPECT_EQ(-EAGAIN, lzchan_send(p.tx, "y", 1));
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	pair_close(&p);
+}
+
 TEST(peek_release)
 {
 	struct lzchan_msg a, b;
