@@ -298,6 +298,10 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * library's SIGBUS handler; what __lzchan_cut() reads (a word of
 	 * the handle's own: one load, where *lost is two) */
 	uint32_t cut;
+	/* receiver (0 for a sender): its lanes (max_senders), for the
+	 * inline release's one bound test; the slot's payload
+	 * (slot_size - 8), for the inline peek's */
+	uint32_t rx_lanes, rx_payload;
 };
 
 /* Copy a small message (n <= LZCHAN_INLINE_MAX) without a call: two
@@ -771,27 +775,6 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 	return __lzchan_commit(ch, len);
 }
 
-/* Lane @rl's ready one-slot message at its peek, or NULL (*len 0: nothing
- * ready there; else something the library must look at). */
-static inline const struct lzchan_slot_hdr *__lzchan_fast_look(const struct __lzchan_fast *f,
-							       const struct __lzchan_rxlane *rl,
-							       uint32_t *len)
-{
-	const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, rl->peek);
-
-	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != rl->peek + 1) {
-		*len = 0;
-		return 0;
-	}
-	/* Relaxed, after the acquire of seq that published it; read once:
-	 * the sender may change it, so only this copy is checked and used. */
-	*len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	/* A pad, a longer message or garbage: the library's way (*len is
-	 * then over the slot's payload, so never 0). */
-	return *len <= f->slot_size - sizeof(*h) ? h : 0;
-}
-
 /*
  * Nothing is ready at the inline lane's peek: may the inline receive say
  * "empty" without the library?  Only while the library granted it
@@ -859,19 +842,29 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 
 	if (__lzchan_likely(ch && f->fast_left)) {
 		struct __lzchan_rxlane *rl = f->cur;
-		uint32_t len;
-		const struct lzchan_slot_hdr *h = __lzchan_fast_look(f, rl, &len);
+		uint32_t len, peek = rl->peek;
+		const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
 
-		if (!h && len == 0 && __lzchan_fast_empty(f, rl))
-			return -EAGAIN;
-		if (h) {
+		/* Pairs with the sender's release store of seq. */
+		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1) {
+			if (__lzchan_fast_empty(f, rl))
+				return -EAGAIN;
+		/* Its length, relaxed (published by that seq), read once: the
+		 * sender may change it, so only this copy is checked and
+		 * handed out; a pad, a longer message or garbage is over the
+		 * slot's payload. */
+		} else if (__lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
+					   f->rx_payload)) {
 			f->fast_left--;
+			/* The view, field by field: stores the compiler
+			 * would otherwise assemble in a vector register
+			 * first (relaxed atomic: plain stores). */
 			m->data = h + 1;
-			m->len = len;
-			m->lane = f->cur_lane;
-			m->__end = rl->peek + 1;
-			m->__gen = rl->gen;
-			rl->peek++;
+			__atomic_store_n(&m->len, len, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->lane, f->cur_lane, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->__end, peek + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->__gen, rl->gen, __ATOMIC_RELAXED);
+			rl->peek = peek + 1;
 			return 0;
 		}
 	}
@@ -883,10 +876,11 @@ static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 	struct __lzchan_rxlane *rl;
 
-	/* Anything odd goes to the library (which also makes every program
-	 * using this header need LZCHAN_0.2, the layout it was built for). */
-	if (__lzchan_unlikely(!ch || f->role != LZCHAN_RECEIVER || !m ||
-			      m->lane >= f->max_senders)) {
+	/* Anything odd goes to the library: no handle, no view, a lane out
+	 * of range -- every lane is, in a sender's handle (rx_lanes 0).  (The
+	 * call also makes every program using this header need LZCHAN_0.2,
+	 * the layout it was built for.) */
+	if (__lzchan_unlikely(!ch || !m || m->lane >= f->rx_lanes)) {
 		__lzchan_release(ch, m);
 		return;
 	}

@@ -1031,6 +1031,9 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 
 	ch->sleepy_after = SLEEPY_AFTER;
 	ch->f.rx_max = __lz_inline_max(ch);
+	/* The inline peek's and release's bounds (0 in a sender's handle). */
+	ch->f.rx_payload = ch->f.slot_size - sizeof(struct lzchan_slot_hdr);
+	ch->f.rx_lanes = ch->f.max_senders;
 	/* Continue the park episodes of earlier receivers (awake: even), so
 	 * no sender takes a new episode for one it already woke. */
 	/* Relaxed: only we write parked; senders read it after publishing

@@ -469,7 +469,7 @@ TEST(sends_wait_for_an_inline_reservation)
 TEST(peek_release)
 {
 	struct lzchan_msg a, b;
-	char buf[16];
+	char buf[16], big[248];
 	struct pair p;
 
 	ASSERT_EQ(0, pair_open(&p, "peek", lz_opts(64, 64, 1)));
@@ -487,6 +487,39 @@ TEST(peek_release)
 	lzchan_release(p.rx, &a);
 	ASSERT_EQ(0, lzchan_send(p.tx, "three", 5));
 	EXPECT_EQ(5, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* So are a view handed to a sender's handle (which has no lanes: the
+	 * inline release's bound is 0 there), no handle, no view, and a view
+	 * of a lane out of range; the receiver's next view is intact. */
+	ASSERT_EQ(0, lzchan_send(p.tx, "four", 4));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
+	b = a;
+	lzchan_release(p.tx, &a);
+	lzchan_release(NULL, &a);
+	lzchan_release(p.rx, NULL);
+	b.lane = 64;
+	lzchan_release(p.rx, &b);
+	b.lane = UINT32_MAX;
+	lzchan_release(p.rx, &b);
+	EXPECT_EQ(-EAGAIN, lzchan_peek(p.rx, &b));
+	EXPECT_EQ(0, memcmp(a.data, "four", 4));
+	lzchan_release(p.rx, &a);
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	pair_close(&p);
+
+	/* A one-slot message longer than the inline copy's limit, on big
+	 * slots: peeked whole. */
+	memset(big, 'q', sizeof(big));
+	big[247] = 'z';
+	ASSERT_EQ(0, pair_open(&p, "peekbig", lz_opts(256, 16, 1)));
+	ASSERT_EQ(0, lzchan_send(p.tx, big, sizeof(big)));
+	ASSERT_EQ(0, lzchan_send(p.tx, big, 100));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &a));
+	EXPECT_EQ(248, a.len);
+	EXPECT_EQ('z', ((const char *)a.data)[247]);
+	ASSERT_EQ(0, lzchan_peek(p.rx, &b));
+	EXPECT_EQ(100, b.len);
+	lzchan_release(p.rx, &b);
+	EXPECT_EQ(-EAGAIN, lzchan_peek(p.rx, &b));
 	pair_close(&p);
 }
 
