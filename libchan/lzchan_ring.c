@@ -2076,9 +2076,13 @@ static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsig
 		raw = __lz_load(&h->len);	/* after seq's acquire; once */
 		if (raw > max)			/* pad flag, several slots, garbage */
 			break;
-		m[k] = (struct lzchan_msg){
-			.data = h + 1, .len = raw, .lane = i, .__end = pos + k + 1, .__gen = gen,
-		};
+		/* Field by field, as the inline peek stores its view (gcc
+		 * assembled the struct in a vector register first). */
+		m[k].data = h + 1;
+		__atomic_store_n(&m[k].len, raw, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[k].lane, i, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[k].__end, pos + k + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&m[k].__gen, gen, __ATOMIC_RELAXED);
 	}
 	if (!k)
 		return 0;
