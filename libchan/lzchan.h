@@ -263,8 +263,12 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * receiver, or a sender that must fence every send); tx_room the
 	 * positions it may fill before the library looks again (0 while
 	 * anything else needs the library: a reservation of the library's,
-	 * a message that spanned slots, a full view of the lane), bit 31
-	 * set while an inline reservation is open. */
+	 * a message that spanned slots, a full view of the lane; never past
+	 * the next multiple of LZCHAN_STAT_EVERY), bit 31 set while an
+	 * inline reservation is open.  The inline send takes its position
+	 * as it tests it, so after a refused test it reads one less (below
+	 * 0 from 0) until the library, which it then calls, computes it
+	 * again. */
 	uint32_t tx_max, tx_room;
 	const int *lost;		/* the guard's word, as cut (read by code
 					 * built with earlier 0.3 headers) */
@@ -440,6 +444,16 @@ int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
 void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
 void __lzchan_tx_wake(struct lzchan *ch);
+/* The same entry points (LZCHAN_0.3.1), called by this header's inline
+ * code: it needs a library that keeps the handle's rx_lanes and
+ * rx_payload and computes the send's gate again on every call, so a
+ * program built with it refuses to load against an earlier one. */
+int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len);
+int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf);
+int __lzchan_slow_commit(struct lzchan *ch, size_t len);
+int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
+int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m);
+void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
 
 /*
  * Receive one message, copied into @buf, from any lane (lzchan_recv) or
@@ -647,9 +661,10 @@ static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast 
 	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
 }
 
-/* The inline send's gate: a payload it takes, a position it may fill,
- * and nothing new on the receiver's side (attn as the library last saw it:
- * a receiver gone changes it, and the library then keeps it unseen). */
+/* The inline reservation's gate (the inline send's, without taking the
+ * position): a payload it takes, a position it may fill, and nothing new
+ * on the receiver's side (attn as the library last saw it: a receiver
+ * gone changes it, and the library then keeps it unseen). */
 static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t len,
 					 const struct lzchan_shm_rx_lane *rxl)
 {
@@ -741,7 +756,7 @@ static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 			return __lzchan_fast_publish_rxl(ch, f, h, tail, (uint32_t)len, rxl);
 		}
 	}
-	return __lzchan_send(ch, buf, len);
+	return __lzchan_slow_send(ch, buf, len);
 }
 
 static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
@@ -758,7 +773,7 @@ static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 		*buf = h + 1;
 		return 0;
 	}
-	return __lzchan_reserve(ch, len, buf);
+	return __lzchan_slow_reserve(ch, len, buf);
 }
 
 static inline int lzchan_commit(struct lzchan *ch, size_t len)
@@ -772,7 +787,7 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 		f->tx_room = (f->tx_room & 0x7fffffffU) - 1;
 		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
 	}
-	return __lzchan_commit(ch, len);
+	return __lzchan_slow_commit(ch, len);
 }
 
 /*
@@ -833,7 +848,7 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 		if (r == __LZCHAN_TAKE_NONE && __lzchan_fast_empty(f, rl))
 			return -EAGAIN;
 	}
-	return __lzchan_recv(ch, buf, cap, lane);
+	return __lzchan_slow_recv(ch, buf, cap, lane);
 }
 
 static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
@@ -855,7 +870,14 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 		 * slot's payload. */
 		} else if (__lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
 					   f->rx_payload)) {
-			f->fast_left--;
+			/* A look that met a cut (the handler zeroed the gate
+			 * during one of the loads above): -EIO, as in
+			 * __lzchan_fast_take(), not a view of the zeros. */
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			if (__lzchan_unlikely((int32_t)--f->fast_left < 0)) {
+				f->fast_left = 0;
+				return -EIO;
+			}
 			/* The view, field by field: stores the compiler
 			 * would otherwise assemble in a vector register
 			 * first (relaxed atomic: plain stores). */
@@ -868,7 +890,7 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 			return 0;
 		}
 	}
-	return __lzchan_peek(ch, m);
+	return __lzchan_slow_peek(ch, m);
 }
 
 static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
@@ -881,7 +903,7 @@ static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	 * call also makes every program using this header need LZCHAN_0.2,
 	 * the layout it was built for.) */
 	if (__lzchan_unlikely(!ch || !m || m->lane >= f->rx_lanes)) {
-		__lzchan_release(ch, m);
+		__lzchan_slow_release(ch, m);
 		return;
 	}
 	rl = &f->lanes[m->lane];

@@ -95,6 +95,9 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		 * and says -EIO; every later call goes to the library.
 		 * Relaxed, as lost. */
 		{
+			/* The word, then its value: stored the other way
+			 * round, on this thread, with a signal fence between
+			 * (__lzchan_guard_poison()). */
 			uint32_t *p = __atomic_load_n(&g->poison, __ATOMIC_RELAXED);
 
 			if (p)

@@ -620,9 +620,18 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	int ret;
 
 	/* The inline send takes a position from the gate as it tests it,
-	 * and comes here when the test fails: compute it again. */
-	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER))
+	 * and comes here when the test fails: compute it again (0 in a
+	 * receiver's handle, whose tx_max lets an empty message test it).
+	 * At the gate's stop for the counts, or any other entry after
+	 * inline sends, publish them first: a refused call must not leave
+	 * them behind by more than LZCHAN_STAT_EVERY. */
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER)) {
+		if (ch->stat_tail != ch->f.tail && ch->f.tx)
+			__lzchan_tx_stats(ch);
 		__lzchan_tx_gate(ch);
+	} else if (ch) {
+		ch->f.tx_room = 0;
+	}
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
 		__lz_tx_notify(ch);
 		return __lz_touched(ch, 0);
@@ -2330,6 +2339,19 @@ int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	__attribute__((alias("lzchan_peek")));
 void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
+	__attribute__((alias("lzchan_release")));
+/* ... and for lzchan.h's inline code since LZCHAN_0.3.1 (see there). */
+int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len)
+	__attribute__((alias("lzchan_send")));
+int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf)
+	__attribute__((alias("lzchan_reserve")));
+int __lzchan_slow_commit(struct lzchan *ch, size_t len)
+	__attribute__((alias("lzchan_commit")));
+int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+	__attribute__((alias("lzchan_recv")));
+int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m)
+	__attribute__((alias("lzchan_peek")));
+void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m)
 	__attribute__((alias("lzchan_release")));
 
 int lzchan_end_cause(struct lzchan *ch, uint32_t lane)

@@ -482,6 +482,7 @@ TEST(inline_recv_copy_meets_a_cut)
 	struct __lzchan_rxlane rl;
 	struct lzchan_slot_hdr *h;
 	struct sigaction sa, old;
+	struct lzchan_msg m;
 	char *two, buf[64];
 	uint32_t lane = 99;
 	int fault;
@@ -534,6 +535,29 @@ TEST(inline_recv_copy_meets_a_cut)
 		EXPECT_EQ(7, rl.head);
 		EXPECT_EQ(0, f.fast_left);	/* the gate stays shut */
 	}
+	/* The inline peek, whose look met the cut between its loads of seq
+	 * and len (the header straddling the two pages here): -EIO, not a
+	 * view of what the replacement holds. */
+	memset(&f, 0, sizeof(f));
+	memset(&rl, 0, sizeof(rl));
+	f.role = LZCHAN_RECEIVER;
+	f.slot_size = 64;
+	f.slot_shift = 6;
+	f.rx_max = 56;
+	f.rx_payload = 56;
+	f.fast_left = 5;
+	f.cur = &rl;
+	rl.peek = rl.head = 7;
+	rl.slots = cut_page - sizeof(h->seq);
+	h = (struct lzchan_slot_hdr *)rl.slots;
+	ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
+	h->len = 40;
+	h->seq = 8;
+	ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_NONE));
+	cut_fake = &f;
+	EXPECT_EQ(-EIO, lzchan_peek((struct lzchan *)&f, &m)) TH_LOG("a view of a cut lane");
+	EXPECT_EQ(7, rl.peek);
+	EXPECT_EQ(0, f.fast_left);
 	sigaction(SIGSEGV, &old, NULL);
 	munmap(two, 2 * cut_psize);
 }
