@@ -45,7 +45,7 @@ for cxx in g++ clang++; do
 	command -v $cxx >/dev/null 2>&1 || continue
 	for std in c++11 c++17; do tests="$tests $cxx:$std:cc"; done
 done
-count=0
+count=1
 for t in $tests; do count=$((count + 2)); done
 echo "TAP version 13"
 echo "1..$count"
@@ -64,4 +64,19 @@ for t in $tests; do
 		fi
 	done
 done
+# A program whose inline code calls into the library needs the symbol
+# version the inline code was written for (LZCHAN_0.3.1: it relies on
+# handle fields and a gate that only such a library keeps), so that it
+# refuses to load against an earlier library rather than misread it.
+n=$((n + 1))
+printf 'int use(void *, void *);\nint main(void) { return use(0, 0) == 12345; }\n' >"$tmp/main.c"
+if gcc $inc -O2 -c "$tmp/use.c" -o "$tmp/use_i.o" >"$tmp/log" 2>&1 &&
+   gcc -o "$tmp/prog" "$tmp/main.c" "$tmp/use_i.o" -L"$top/libchan" -llzchan >>"$tmp/log" 2>&1 &&
+   objdump -p "$tmp/prog" | grep -q 'LZCHAN_0\.3\.1'; then
+	echo "ok $n inline code requires LZCHAN_0.3.1"
+else
+	echo "not ok $n inline code requires LZCHAN_0.3.1"
+	sed 's/^/# /' "$tmp/log" | head -20
+	failed=1
+fi
 exit $failed
