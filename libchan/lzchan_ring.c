@@ -720,7 +720,12 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 {
 	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k, k_stat;
 	const uint32_t *cutw = &ch->f.cut;	/* as __lzchan_cut() reads it */
-	uint64_t bytes = 0;
+	size_t step = ch->f.slot_size;
+	const struct iovec *v, *end;
+	struct lzchan_shm_tx *tx = ch->f.tx;
+	uint64_t bytes = 0, msgs_now;
+	uint32_t seq;
+	char *s;
 
 	/* The gate's room, or (when it is shut, or short of the batch) the
 	 * room it summarises without its stop at the next count: the run
@@ -735,42 +740,74 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 		return 0;
 	if (n > room)
 		n = room;
-	__lz_tx_count(ch);
-	for (k = 0; k < n; k++) {
-		size_t len = msgs[k].iov_len;
-		struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, tail + k);
+	/* Up to the ring's end, so that the slot steps by its size (the
+	 * caller goes on past it), with the geometry in registers: the
+	 * copies' stores may alias the handle. */
+	k = ch->f.slot_count - (tail & ch->f.mask);
+	if (n > k)
+		n = k;
+	/* The slots walked by their payload's address (the header is just
+	 * before it), and seq counted along (tail + 1 for the first): the
+	 * loop keeps nothing else. */
+	s = (char *)(__lzchan_slot(ch, ch->f.slots, tail) + 1);
+	for (v = msgs, end = msgs + n, seq = tail + 1; v < end; v++, s += step, seq++) {
+		size_t len = v->iov_len;
+		struct lzchan_slot_hdr *h = (struct lzchan_slot_hdr *)s - 1;
 
 		if (len > max)
 			break;
-		__lzchan_copy(h + 1, msgs[k].iov_base, len);
+		__lzchan_copy(s, v->iov_base, len);
 		/* Relaxed: published by the release store of seq below. */
 		__lz_store(&h->len, (uint32_t)len);
 		/* Pairs with the receiver's acquire load of seq in
 		 * __lz_rx_look() and the inline receive, as in
 		 * __lz_fast_publish(). */
-		__lz_store_rel(&h->seq, tail + k + 1);
+		__lz_store_rel(&h->seq, seq);
 		bytes += len;
-		/* __lzchan_cut(), with the word's address kept in a register:
-		 * the handler stores the word on this thread, during an access
-		 * above, which the signal fence keeps the load after. */
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (__lzchan_unlikely(__atomic_load_n(cutw, __ATOMIC_RELAXED) != 0)) {
-			*cut = true;	/* this one met the cut: not sent */
-			bytes -= len;
-			break;
+	}
+	k = (uint32_t)(v - msgs);
+	/* Did an access above meet a cut (shm: the SIGBUS handler, on this
+	 * thread, marked the handle's word during it; the signal fence
+	 * keeps the load after them)?  Then the mapping is private zeros
+	 * from that access on: the messages written before it are gone
+	 * from our view (their seq reads 0), the one that met it and those
+	 * after were written into the zeros (their seq reads what we
+	 * stored).  The first of those is where the run ended; an unsent
+	 * one is never counted sent (a seq of 0, every 2^32 positions,
+	 * counts as unsent). */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__lzchan_unlikely(__atomic_load_n(cutw, __ATOMIC_RELAXED) != 0)) {
+		uint32_t j;
+
+		*cut = true;
+		s = (char *)__lzchan_slot(ch, ch->f.slots, tail);
+		for (j = 0, bytes = 0; j < k; j++, s += step) {
+			/* Relaxed: our own store, or the zeros of the
+			 * replacement. */
+			if (__lz_load(&((struct lzchan_slot_hdr *)s)->seq) != 0 ||
+			    tail + j + 1 == 0)
+				break;
+			bytes += msgs[j].iov_len;
 		}
+		k = j;
 	}
 	if (!k)
 		return 0;
 	tail += k;
+	/* The counts: the inline sends' since the last count (one message
+	 * a position, as __lz_tx_count() counts them) and the run's. */
+	msgs_now = ch->f.stat_msgs + (uint32_t)(tail - ch->stat_tail);
+	bytes += ch->f.stat_bytes;
 	ch->f.tail = tail;
 	ch->stat_tail = tail;
-	ch->f.stat_msgs += k;
-	ch->f.stat_bytes += bytes;
+	/* Relaxed atomic: plain stores, which gcc would otherwise pair up
+	 * through a vector register (more instructions, not fewer). */
+	__atomic_store_n(&ch->f.stat_msgs, msgs_now, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->f.stat_bytes, bytes, __ATOMIC_RELAXED);
 	/* Relaxed, as in __lz_fast_publish(). */
-	__lz_store(&ch->f.tx->tail, tail);
-	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
-	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
+	__lz_store(&tx->tail, tail);
+	__lz_store(&tx->msgs, msgs_now);
+	__lz_store(&tx->bytes, bytes);
 	/* The gate, kept: k positions taken, and the counts just stored. */
 	room -= k;
 	k_stat = LZCHAN_STAT_EVERY - (tail & (LZCHAN_STAT_EVERY - 1));
@@ -778,25 +815,19 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 	return k;
 }
 
-int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
+/* The batch past its first run (which sent @i of @n; *@cut: the run met a
+ * cut): runs and single sends in turn. */
+static __attribute__((noinline)) int __lz_send_batch_more(struct lzchan *ch,
+							   const struct iovec *msgs,
+							   unsigned int n, unsigned int i,
+							   bool cut)
 {
-	unsigned int i = 0;
-	bool cut = false;
 	int ret = 0;
 
-	if (!ch || ch->f.role != LZCHAN_SENDER)
-		return -EBADF;
-	while (i < n) {
-		/* As many as the gate allows in one run... */
-		i += __lz_send_run(ch, msgs + i, n - i, &cut);
-		if (cut) {
-			ret = -EIO;
-			break;
-		}
-		if (i == n)
-			break;
-		/* ...then one the general way (a long message, a full view
-		 * of the lane: which refreshes the gate for the next run). */
+	while (!cut && i < n) {
+		/* One the general way (a long message, a full view of the
+		 * lane, the ring's end: which refreshes the gate for the next
+		 * run)... */
 		if (!__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len)) {
 			ret = __lz_tx_check(ch, msgs[i].iov_len);
 			if (ret)
@@ -810,11 +841,32 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 		if (ret)
 			break;
 		i++;
+		/* ...then as many as the gate allows in one run. */
+		i += __lz_send_run(ch, msgs + i, n - i, &cut);
 	}
+	if (cut)
+		ret = -EIO;
 	ret = __lz_touched(ch, ret);
 	if (i)
 		__lz_tx_notify(ch);
 	return i ? (int)i : ret;
+}
+
+int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int n)
+{
+	unsigned int i;
+	bool cut = false;
+
+	if (!ch || ch->f.role != LZCHAN_SENDER)
+		return -EBADF;
+	/* The common case: one run sends them all (no cut met: it would
+	 * have stopped short). */
+	i = __lz_send_run(ch, msgs, n, &cut);
+	if (__lzchan_likely(i == n && i)) {
+		__lz_tx_notify(ch);
+		return (int)n;
+	}
+	return __lz_send_batch_more(ch, msgs, n, i, cut);
 }
 
 int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)

@@ -241,6 +241,51 @@ TEST(counts_lag_less_than_stat_every)
 	lzchan_unlink(n);
 }
 
+/*
+ * A batch stores the counts exactly, with the inline sends' before it
+ * (which it counts, one message a position): after each batch, the
+ * counts are the messages and bytes sent so far, whatever mix of inline
+ * sends and batches they came in.
+ */
+TEST(counts_exact_after_a_batch)
+{
+	struct lzchan_opts o = lz_opts(64, 1024, 1);
+	const char *n = lz_name("bat");
+	struct lzchan_lane_stat ls;
+	struct lzchan_chan_stat st;
+	struct lzchan *rx, *tx;
+	struct iovec iov[5];
+	uint64_t sent = 0, bytes = 0;
+	int round, k;
+
+	private_shm_dir();
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, n, LZCHAN_SENDER, NULL));
+	for (k = 0; k < 5; k++) {
+		iov[k].iov_base = "batched";
+		iov[k].iov_len = 1 + k;
+	}
+	for (round = 0; round < 100; round++) {
+		for (k = 0; k < round % 4; k++) {
+			ASSERT_EQ(0, lzchan_send(tx, "an inline one", 13));
+			sent++;
+			bytes += 13;
+		}
+		ASSERT_EQ(5, lzchan_send_batch(tx, iov, 5));
+		sent += 5;
+		bytes += 1 + 2 + 3 + 4 + 5;
+		ASSERT_EQ(0, lzchan_stat(n, &st, NULL));
+		ASSERT_EQ(sent, st.messages) TH_LOG("round %d", round);
+		if (lzchan_stat_lanes(n, &ls, 1) == 1) {
+			ASSERT_EQ(sent, ls.msgs);
+			ASSERT_EQ(bytes, ls.bytes) TH_LOG("round %d", round);
+		}
+	}
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink(n);
+}
+
 TEST(list)
 {
 	struct lzchan_chan_stat st[64], one;
