@@ -212,7 +212,8 @@ struct lzchan_msg {
 /* ---- the fast path ----
  *
  * lzchan_send(), lzchan_reserve()/lzchan_commit(), lzchan_recv(),
- * lzchan_peek() and lzchan_release() are inline (below) for the common
+ * lzchan_peek(), lzchan_release() and lzchan_recv_batch() are inline
+ * (below) for the common
  * case -- a message of one slot -- and call the library for everything
  * else.  They read and write the structures here, which are private to
  * liblzchan but part of its ABI (a layout change bumps the soname: it did,
@@ -454,6 +455,7 @@ int __lzchan_slow_commit(struct lzchan *ch, size_t len);
 int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m);
 void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
+int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
 
 /*
  * Receive one message, copied into @buf, from any lane (lzchan_recv) or
@@ -508,7 +510,10 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
 
 /* Up to @n messages from one lane, in place; returns how many (then
  * release the last), or an error as lzchan_peek. */
+#if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
+#else /* inline: see the end of this header */
+#endif
 
 /* ---- event loops ---- */
 
@@ -891,6 +896,74 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 		}
 	}
 	return __lzchan_slow_peek(ch, m);
+}
+
+/* The batch: views of the ready one-slot messages at cur's peek, as many
+ * as @n, the gate (fast_left) and the ring's end allow, each checked as
+ * the inline peek checks its one (seq, then len read once and bounded by
+ * the slot's payload); the gate counted down by as many after them, so a
+ * cut met during their loads is -EIO, as in the peek. */
+static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+
+	if (__lzchan_likely(ch && m && n && f->fast_left)) {
+		struct __lzchan_rxlane *rl = f->cur;
+		uint32_t peek = rl->peek, lane = f->cur_lane, gen = rl->gen, max = f->rx_payload;
+		uint32_t k, to_end = f->slot_count - (peek & f->mask);
+		size_t step = f->slot_size;
+		/* The payloads, walked by address (each header just before). */
+		const char *d = (const char *)(__lzchan_fslot_ro(f, rl->slots, peek) + 1);
+
+		struct lzchan_msg *v = m, *end;
+		uint32_t seq = peek + 1;
+
+		if (n > f->fast_left)
+			n = f->fast_left;
+		if (n > to_end)
+			n = to_end;
+		/* seq counted along: it is also the view's end. */
+		for (end = m + n; v < end; v++, d += step, seq++) {
+			const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)d - 1;
+			uint32_t len;
+
+			/* Pairs with the sender's release store of seq. */
+			if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != seq)
+				break;
+			/* Relaxed, published by that seq; read once, and only
+			 * this copy checked and handed out. */
+			len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+			if (len > max)
+				break;
+			/* Field by field, as the inline peek (relaxed
+			 * atomic: plain stores, kept out of vector
+			 * registers). */
+			v->data = d;
+			__atomic_store_n(&v->len, len, __ATOMIC_RELAXED);
+			__atomic_store_n(&v->lane, lane, __ATOMIC_RELAXED);
+			__atomic_store_n(&v->__end, seq, __ATOMIC_RELAXED);
+			__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
+		}
+		k = seq - (peek + 1);
+		if (__lzchan_likely(k)) {
+			/* As in __lzchan_fast_take(): the handler zeroes the
+			 * gate (at least k when we came) during a load that
+			 * met a cut. */
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			f->fast_left -= k;
+			if (__lzchan_unlikely((int32_t)f->fast_left < 0)) {
+				f->fast_left = 0;
+				return -EIO;
+			}
+			rl->peek = peek + k;
+			return (int)k;
+		}
+		if (__atomic_load_n(&((const struct lzchan_slot_hdr *)d - 1)->seq,
+				    __ATOMIC_RELAXED) != peek + 1 &&
+		    __lzchan_fast_empty(f, rl))
+			return -EAGAIN;
+	}
+	return __lzchan_slow_recv_batch(ch, m, n);
 }
 
 static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)

@@ -2405,6 +2405,8 @@ int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m)
 	__attribute__((alias("lzchan_peek")));
 void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m)
 	__attribute__((alias("lzchan_release")));
+int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+	__attribute__((alias("lzchan_recv_batch")));
 
 int lzchan_end_cause(struct lzchan *ch, uint32_t lane)
 {

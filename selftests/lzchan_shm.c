@@ -568,6 +568,56 @@ TEST(inline_recv_copy_meets_a_cut)
 	EXPECT_EQ(-EIO, lzchan_peek((struct lzchan *)&f, &m)) TH_LOG("a view of a cut lane");
 	EXPECT_EQ(7, rl.peek);
 	EXPECT_EQ(0, f.fast_left);
+	/* The inline batch: a ring of two slots, the first on the first page,
+	 * the second on the faulting one; both ready.  Whole, it hands out
+	 * both views; when the look at the second meets the cut, -EIO (not
+	 * the first view, nor a view of the replacement). */
+	for (fault = 0; fault < 2; fault++) {
+		struct lzchan_msg mm[4];
+
+		memset(&f, 0, sizeof(f));
+		memset(&rl, 0, sizeof(rl));
+		f.role = LZCHAN_RECEIVER;
+		f.slot_size = 64;
+		f.slot_shift = 6;
+		f.slot_count = 2;
+		f.mask = 1;
+		f.rx_max = 56;
+		f.rx_payload = 56;
+		f.fast_left = 5;
+		f.cur = &rl;
+		f.cur_lane = 3;
+		rl.peek = rl.head = 8;
+		rl.gen = 6;
+		rl.slots = cut_page - 64;
+		ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
+		h = (struct lzchan_slot_hdr *)rl.slots;
+		h->len = 10;
+		h->seq = 9;
+		h = (struct lzchan_slot_hdr *)cut_page;
+		h->len = 20;
+		h->seq = 10;
+		if (fault)
+			ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_NONE));
+		cut_fake = &f;
+		if (!fault) {
+			ASSERT_EQ(2, lzchan_recv_batch((struct lzchan *)&f, mm, 4));
+			EXPECT_EQ(10, mm[0].len);
+			EXPECT_EQ(20, mm[1].len);
+			EXPECT_EQ(3, mm[1].lane);
+			EXPECT_EQ(10, mm[1].__end);
+			EXPECT_EQ(6, mm[1].__gen);
+			EXPECT_EQ(cut_page + 8, (const char *)mm[1].data);
+			EXPECT_EQ(10, rl.peek);
+			EXPECT_EQ(8, rl.head);	/* until the release */
+			EXPECT_EQ(3, f.fast_left);
+			continue;
+		}
+		EXPECT_EQ(-EIO, lzchan_recv_batch((struct lzchan *)&f, mm, 4))
+			TH_LOG("views of a cut lane");
+		EXPECT_EQ(8, rl.peek);
+		EXPECT_EQ(0, f.fast_left);
+	}
 	sigaction(SIGSEGV, &old, NULL);
 	munmap(two, 2 * cut_psize);
 }
