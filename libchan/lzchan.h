@@ -265,7 +265,7 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * positions it may fill before the library looks again (0 while
 	 * anything else needs the library: a reservation of the library's,
 	 * a message that spanned slots, a full view of the lane; never past
-	 * the next multiple of LZCHAN_STAT_EVERY), bit 31 set while an
+	 * LZCHAN_STAT_EVERY - 1 positions since the counts were stored), bit 31 set while an
 	 * inline reservation is open.  The inline send takes its position
 	 * as it tests it, so after a refused test it reads one less (below
 	 * 0 from 0) until the library, which it then calls, computes it
@@ -367,12 +367,12 @@ static inline int __lzchan_cut(const struct __lzchan_fast *f)
 }
 
 /* Inline sends count the lane's bytes; the library counts the messages
- * and publishes both (tx->msgs, tx->bytes): at every LZCHAN_STAT_EVERY-th
- * position, where the inline gate stops and the library sends (so a
- * lane's published counts lag its sends by less than this), and exact on
- * every other path, when the lane is full, at lzchan_flush() and at
- * close.  (A power of two.) */
-#define LZCHAN_STAT_EVERY	64
+ * and publishes both (tx->msgs, tx->bytes): with the send after
+ * LZCHAN_STAT_EVERY - 1 inline ones, where the inline gate stops and the
+ * library sends (so a lane's published counts lag its sends by less than
+ * this), and exact on every other path, when the lane is full, at
+ * lzchan_flush() and at close. */
+#define LZCHAN_STAT_EVERY	256
 
 /* The receiver's (read-only) view of a slot. */
 static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzchan_fast *f,
@@ -715,8 +715,9 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 	/* One test for two rare cases, sorted out by the library: the one
 	 * word of the receiver's we load, attn, moved; and the slot or the
 	 * lane's line met a cut (the handler poisoned attn_seen, and attn
-	 * reads 0).  (The counts are not a case: the gate stops at every
-	 * LZCHAN_STAT_EVERY-th position, whose send the library makes.)
+	 * reads 0).  (The counts are not a case: the gate stops before
+	 * LZCHAN_STAT_EVERY positions go uncounted, and the library makes
+	 * that send.)
 	 * attn pairs with the receiver's heavy barrier after it stores
 	 * attn: it sees our message, or we see its store (a sender that
 	 * must fence each send never comes here: tx_max is 0).  Relaxed:

@@ -139,19 +139,30 @@ static uint32_t __lz_tx_gate_room(const struct lzchan *ch)
 /*
  * The inline send's gate.  tx_room is how many positions the inline path
  * may fill before the library looks again: the room above, and no further
- * than the next multiple of LZCHAN_STAT_EVERY, where the library's send
- * publishes the counts the inline send leaves to it (msgs, bytes) with
- * that position's message.  Called
+ * than LZCHAN_STAT_EVERY - 1 positions past the last count, where the
+ * library's send publishes the counts the inline send leaves to it (msgs,
+ * bytes) with its own message (__lz_tx_gate_cap()).  Called
  * whenever tail, cached_head, reserved or cont_any change in the library,
  * so the inline path never sees a stale room larger than the truth; the
  * inline path itself only takes from it.
  */
+static inline uint32_t __lz_tx_gate_cap(const struct lzchan *ch, uint32_t room)
+{
+	/* Positions sent since the counts were last stored (stat_tail):
+	 * inline sends, uncounted.  The gate lets the inline send take them
+	 * up to LZCHAN_STAT_EVERY - 1, and no further: the next send is the
+	 * library's, which stores the counts with its message (every path
+	 * that moves stat_tail stores them), so they lag the sends by less
+	 * than LZCHAN_STAT_EVERY, whatever calls the library refused. */
+	uint32_t since = ch->f.tail - ch->stat_tail;
+	uint32_t to_stat = since < LZCHAN_STAT_EVERY - 1 ? LZCHAN_STAT_EVERY - 1 - since : 0;
+
+	return room < to_stat ? room : to_stat;
+}
+
 void __lzchan_tx_gate(struct lzchan *ch)
 {
-	uint32_t room = __lz_tx_gate_room(ch);
-	uint32_t to_stat = LZCHAN_STAT_EVERY - (ch->f.tail & (LZCHAN_STAT_EVERY - 1));
-
-	ch->f.tx_room = room < to_stat ? room : to_stat;
+	ch->f.tx_room = __lz_tx_gate_cap(ch, __lz_tx_gate_room(ch));
 }
 
 /* Count the messages the inline path sent since the last count: one per
@@ -288,7 +299,7 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 }
 
 /* Make the lane's counts exact (the inline send leaves them to the
- * library, which its gate calls every LZCHAN_STAT_EVERY positions).
+ * library, which its gate calls at least every LZCHAN_STAT_EVERY positions).
  * Relaxed: statistics, nobody orders on them. */
 void __lzchan_tx_stats(struct lzchan *ch)
 {
@@ -379,6 +390,9 @@ static int __lz_tx_pad(struct lzchan *ch)
 	/* Relaxed, as in __lz_tx_publish(): the receiver checks that it
 	 * is not left behind us (__lz_rx_claims_more()). */
 	__lz_store(&ch->f.tx->tail, ch->f.tail);
+	/* The counts, as they now stand (see __lz_tx_gate_cap()). */
+	__lz_store(&ch->f.tx->msgs, ch->f.stat_msgs);
+	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
 	return 0;
 }
 
@@ -622,12 +636,9 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	/* The inline send takes a position from the gate as it tests it,
 	 * and comes here when the test fails: compute it again (0 in a
 	 * receiver's handle, whose tx_max lets an empty message test it).
-	 * At the gate's stop for the counts, or any other entry after
-	 * inline sends, publish them first: a refused call must not leave
-	 * them behind by more than LZCHAN_STAT_EVERY. */
+	 * At the gate's stop for the counts it stays shut until a send
+	 * stores them (a refused call leaves it shut). */
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER)) {
-		if (ch->stat_tail != ch->f.tail && ch->f.tx)
-			__lzchan_tx_stats(ch);
 		__lzchan_tx_gate(ch);
 	} else if (ch) {
 		ch->f.tx_room = 0;
@@ -718,7 +729,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, unsigned int n,
 				  bool *cut)
 {
-	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k, k_stat;
+	uint32_t tail = ch->f.tail, room = ch->f.tx_room, max = ch->f.tx_max, k;
 	const uint32_t *cutw = &ch->f.cut;	/* as __lzchan_cut() reads it */
 	size_t step = ch->f.slot_size;
 	const struct iovec *v, *end;
@@ -808,10 +819,10 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 	__lz_store(&tx->tail, tail);
 	__lz_store(&tx->msgs, msgs_now);
 	__lz_store(&tx->bytes, bytes);
-	/* The gate, kept: k positions taken, and the counts just stored. */
+	/* The gate, kept: k positions taken, and the counts just stored
+	 * (__lz_tx_gate_cap() with none since them). */
 	room -= k;
-	k_stat = LZCHAN_STAT_EVERY - (tail & (LZCHAN_STAT_EVERY - 1));
-	ch->f.tx_room = room < k_stat ? room : k_stat;
+	ch->f.tx_room = room < LZCHAN_STAT_EVERY - 1 ? room : LZCHAN_STAT_EVERY - 1;
 	return k;
 }
 
