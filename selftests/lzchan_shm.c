@@ -486,6 +486,24 @@ static void cut_fake_handler(int sig, siginfo_t *si, void *uc)
 		abort();
 }
 
+/* A receiver handle and its one lane, made by hand: 64-byte slots at
+ * @slots, the lane's peek and head at @peek, a gate of 5. */
+static void cut_fake_rx(struct __lzchan_fast *f, struct __lzchan_rxlane *rl, char *slots,
+			uint32_t peek)
+{
+	memset(f, 0, sizeof(*f));
+	memset(rl, 0, sizeof(*rl));
+	f->role = LZCHAN_RECEIVER;
+	f->slot_size = 64;
+	f->slot_shift = 6;
+	f->rx_max = 56;
+	f->rx_payload = 56;
+	f->fast_left = 5;
+	f->cur = rl;
+	rl->peek = rl->head = peek;
+	rl->slots = slots;
+}
+
 TEST(inline_recv_copy_meets_a_cut)
 {
 	struct __lzchan_fast f;
@@ -506,19 +524,9 @@ TEST(inline_recv_copy_meets_a_cut)
 	sa.sa_flags = SA_SIGINFO;
 	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, &old));
 	for (fault = 0; fault < 2; fault++) {
-		memset(&f, 0, sizeof(f));
-		memset(&rl, 0, sizeof(rl));
-		f.role = LZCHAN_RECEIVER;
-		f.slot_size = 64;
-		f.slot_shift = 6;
-		f.mask = 0;		/* one slot */
-		f.rx_max = 56;
-		f.fast_left = 5;
-		f.cur = &rl;
+		/* One slot: its header the last 8 bytes of the first page. */
+		cut_fake_rx(&f, &rl, cut_page - sizeof(*h), 7);
 		f.cur_lane = 3;
-		rl.peek = rl.head = 7;
-		/* The slot: its header the last 8 bytes of the first page. */
-		rl.slots = cut_page - sizeof(*h);
 		h = (struct lzchan_slot_hdr *)(cut_page - sizeof(*h));
 		ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
 		memcpy(cut_page, "forty bytes of a message, which arrived", 40);
@@ -548,17 +556,7 @@ TEST(inline_recv_copy_meets_a_cut)
 	/* The inline peek, whose look met the cut between its loads of seq
 	 * and len (the header straddling the two pages here): -EIO, not a
 	 * view of what the replacement holds. */
-	memset(&f, 0, sizeof(f));
-	memset(&rl, 0, sizeof(rl));
-	f.role = LZCHAN_RECEIVER;
-	f.slot_size = 64;
-	f.slot_shift = 6;
-	f.rx_max = 56;
-	f.rx_payload = 56;
-	f.fast_left = 5;
-	f.cur = &rl;
-	rl.peek = rl.head = 7;
-	rl.slots = cut_page - sizeof(h->seq);
+	cut_fake_rx(&f, &rl, cut_page - sizeof(h->seq), 7);
 	h = (struct lzchan_slot_hdr *)rl.slots;
 	ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
 	h->len = 40;
@@ -575,21 +573,11 @@ TEST(inline_recv_copy_meets_a_cut)
 	for (fault = 0; fault < 2; fault++) {
 		struct lzchan_msg mm[4];
 
-		memset(&f, 0, sizeof(f));
-		memset(&rl, 0, sizeof(rl));
-		f.role = LZCHAN_RECEIVER;
-		f.slot_size = 64;
-		f.slot_shift = 6;
+		cut_fake_rx(&f, &rl, cut_page - 64, 8);
 		f.slot_count = 2;
 		f.mask = 1;
-		f.rx_max = 56;
-		f.rx_payload = 56;
-		f.fast_left = 5;
-		f.cur = &rl;
 		f.cur_lane = 3;
-		rl.peek = rl.head = 8;
 		rl.gen = 6;
-		rl.slots = cut_page - 64;
 		ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
 		h = (struct lzchan_slot_hdr *)rl.slots;
 		h->len = 10;
