@@ -371,7 +371,7 @@ static inline int __lzchan_cut(const struct __lzchan_fast *f)
  * LZCHAN_STAT_EVERY - 1 inline ones, where the inline gate stops and the
  * library sends (so a lane's published counts lag its sends by less than
  * this), and exact on every other path, when the lane is full, at
- * lzchan_flush() and at close. */
+ * lzchan_flush() and at close.  (A power of two.) */
 #define LZCHAN_STAT_EVERY	256
 
 /* The receiver's (read-only) view of a slot. */
@@ -455,6 +455,7 @@ int __lzchan_slow_commit(struct lzchan *ch, size_t len);
 int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m);
 void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
+/* ... and behind the inline lzchan_recv_batch() (LZCHAN_0.3.2). */
 int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
 
 /*
@@ -917,14 +918,14 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 		const char *d = (const char *)(__lzchan_fslot_ro(f, rl->slots, peek) + 1);
 
 		struct lzchan_msg *v = m, *end;
-		uint32_t seq = peek + 1;
+		uint32_t seq = peek + 1, most = n;
 
-		if (n > f->fast_left)
-			n = f->fast_left;
-		if (n > to_end)
-			n = to_end;
+		if (most > f->fast_left)
+			most = f->fast_left;
+		if (most > to_end)
+			most = to_end;
 		/* seq counted along: it is also the view's end. */
-		for (end = m + n; v < end; v++, d += step, seq++) {
+		for (end = m + most; v < end; v++, d += step, seq++) {
 			const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)d - 1;
 			uint32_t len;
 

@@ -146,6 +146,10 @@ static uint32_t __lz_tx_gate_room(const struct lzchan *ch)
  * so the inline path never sees a stale room larger than the truth; the
  * inline path itself only takes from it.
  */
+/* __lzchan_tx_after() tests a position against it with a mask. */
+_Static_assert((LZCHAN_STAT_EVERY & (LZCHAN_STAT_EVERY - 1)) == 0,
+	       "LZCHAN_STAT_EVERY is a power of two");
+
 static inline uint32_t __lz_tx_gate_cap(const struct lzchan *ch, uint32_t room)
 {
 	/* Positions sent since the counts were last stored (stat_tail):
@@ -2127,6 +2131,14 @@ static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsig
 		return 0;
 	if (n > ch->bell_left)
 		n = ch->bell_left;
+	/* With other lanes busy, no more than the rest of this lane's burst,
+	 * as the grant gives the inline batch (otherwise the lane the
+	 * library serves gets n and the next one the burst). */
+	if (ch->f.nactive > 1) {
+		k = ch->f.burst < FAST_BURST ? FAST_BURST - ch->f.burst : 1;
+		if (n > k)
+			n = k;
+	}
 	i = ch->f.active[ch->f.rr];
 	rl = &ch->f.lanes[i];
 	pos = rl->peek;
@@ -2403,7 +2415,8 @@ int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	__attribute__((alias("lzchan_peek")));
 void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	__attribute__((alias("lzchan_release")));
-/* ... and for lzchan.h's inline code since LZCHAN_0.3.1 (see there). */
+/* ... and for lzchan.h's inline code since LZCHAN_0.3.1 (see there;
+ * the batch receive's since LZCHAN_0.3.2). */
 int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len)
 	__attribute__((alias("lzchan_send")));
 int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf)

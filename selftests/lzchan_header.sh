@@ -30,6 +30,8 @@ int use(struct lzchan *tx, struct lzchan *rx)
 	r += lzchan_recv(rx, buf, sizeof(buf), &lane);
 	if (!lzchan_peek(rx, &m))
 		lzchan_release(rx, &m);
+	if (lzchan_recv_batch(rx, &m, 1) > 0)
+		lzchan_release(rx, &m);
 	return r + lzchan_recv_wait(rx, buf, sizeof(buf), NULL, -1) + lzchan_wake(rx) +
 	       lzchan_flush(tx, 0);
 }
@@ -65,17 +67,19 @@ for t in $tests; do
 	done
 done
 # A program whose inline code calls into the library needs the symbol
-# version the inline code was written for (LZCHAN_0.3.1: it relies on
-# handle fields and a gate that only such a library keeps), so that it
+# versions the inline code was written for (LZCHAN_0.3.1: it relies on
+# handle fields and a gate that only such a library keeps; 0.3.2: the
+# batch receive's entry point), so that it
 # refuses to load against an earlier library rather than misread it.
 n=$((n + 1))
 printf 'int use(void *, void *);\nint main(void) { return use(0, 0) == 12345; }\n' >"$tmp/main.c"
 if gcc $inc -O2 -c "$tmp/use.c" -o "$tmp/use_i.o" >"$tmp/log" 2>&1 &&
    gcc -o "$tmp/prog" "$tmp/main.c" "$tmp/use_i.o" -L"$top/libchan" -llzchan >>"$tmp/log" 2>&1 &&
-   objdump -p "$tmp/prog" | grep -q 'LZCHAN_0\.3\.1'; then
-	echo "ok $n inline code requires LZCHAN_0.3.1"
+   objdump -p "$tmp/prog" | grep -q 'LZCHAN_0\.3\.1' &&
+   objdump -p "$tmp/prog" | grep -q 'LZCHAN_0\.3\.2'; then
+	echo "ok $n inline code requires LZCHAN_0.3.1 and (the batch receive) 0.3.2"
 else
-	echo "not ok $n inline code requires LZCHAN_0.3.1"
+	echo "not ok $n inline code requires LZCHAN_0.3.1 and (the batch receive) 0.3.2"
 	sed 's/^/# /' "$tmp/log" | head -20
 	failed=1
 fi

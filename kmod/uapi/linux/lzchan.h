@@ -487,7 +487,7 @@ struct lzchan_shm_tx {
 	__u32 tail;			/* next position the sender will write */
 	__u32 pad0;
 	__u64 msgs;			/* messages sent (statistics; libchan
-					 * may publish it every 64 messages) */
+					 * may publish it every 256 messages) */
 	__u64 bytes;			/* payload bytes sent (statistics) */
 	__u64 pad1[13];
 };					/* 128 bytes */
