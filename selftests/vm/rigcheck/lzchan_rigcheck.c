@@ -191,14 +191,24 @@ static noinline void rigcheck_scrub_stack(void)
 	memzero_explicit(buf, sizeof(buf));
 }
 
+/*
+ * Eight objects, each forgotten at once: a stale copy of one pointer
+ * (a register saved somewhere the scan looks) hides that one from a scan
+ * -- seen twice in CI with a single object, nothing reported after five
+ * pairs of scans -- but not all eight.  The rig wants at least one.
+ */
+#define RIGCHECK_LEAKS	8
+
 static noinline int rigcheck_leak(void)
 {
-	bool ok = rigcheck_leak_alloc() != NULL;	/* forgotten at once */
+	int i, leaked = 0;
 
+	for (i = 0; i < RIGCHECK_LEAKS; i++)
+		leaked += rigcheck_leak_alloc() != NULL;
 	rigcheck_scrub_stack();
-	if (!ok)
+	if (!leaked)
 		return -ENOMEM;
-	pr_info("leaked a 128-byte object on purpose\n");
+	pr_info("leaked %d 128-byte objects on purpose\n", leaked);
 	return 0;
 }
 
