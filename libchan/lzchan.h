@@ -265,8 +265,8 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	 * positions it may fill before the library looks again (0 while
 	 * anything else needs the library: a reservation of the library's,
 	 * a message that spanned slots, a full view of the lane; never past
-	 * LZCHAN_STAT_EVERY - 1 positions since the counts were stored), bit 31 set while an
-	 * inline reservation is open.  The inline send takes its position
+	 * LZCHAN_STAT_EVERY - 1 positions since the counts were stored),
+	 * bit 31 set while an inline reservation is open.  The inline send takes its position
 	 * as it tests it, so after a refused test it reads one less (below
 	 * 0 from 0) until the library, which it then calls, computes it
 	 * again. */
@@ -916,7 +916,6 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 		size_t step = f->slot_size;
 		/* The payloads, walked by address (each header just before). */
 		const char *d = (const char *)(__lzchan_fslot_ro(f, rl->slots, peek) + 1);
-
 		struct lzchan_msg *v = m, *end;
 		uint32_t seq = peek + 1, most = n;
 
@@ -960,6 +959,10 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 			rl->peek = peek + k;
 			return (int)k;
 		}
+		/* None taken: nothing ready at the peek (the quick "empty"
+		 * verdict may answer), or something the batch does not take
+		 * (its length), which the library looks at again.  Relaxed:
+		 * only compared; the library loads seq again with acquire. */
 		if (__atomic_load_n(&((const struct lzchan_slot_hdr *)d - 1)->seq,
 				    __ATOMIC_RELAXED) != peek + 1 &&
 		    __lzchan_fast_empty(f, rl))

@@ -136,16 +136,6 @@ static uint32_t __lz_tx_gate_room(const struct lzchan *ch)
 	       used > ch->f.slot_count ? 0 : ch->f.slot_count - used;
 }
 
-/*
- * The inline send's gate.  tx_room is how many positions the inline path
- * may fill before the library looks again: the room above, and no further
- * than LZCHAN_STAT_EVERY - 1 positions past the last count, where the
- * library's send publishes the counts the inline send leaves to it (msgs,
- * bytes) with its own message (__lz_tx_gate_cap()).  Called
- * whenever tail, cached_head, reserved or cont_any change in the library,
- * so the inline path never sees a stale room larger than the truth; the
- * inline path itself only takes from it.
- */
 /* __lzchan_tx_after() tests a position against it with a mask. */
 _Static_assert((LZCHAN_STAT_EVERY & (LZCHAN_STAT_EVERY - 1)) == 0,
 	       "LZCHAN_STAT_EVERY is a power of two");
@@ -164,6 +154,16 @@ static inline uint32_t __lz_tx_gate_cap(const struct lzchan *ch, uint32_t room)
 	return room < to_stat ? room : to_stat;
 }
 
+/*
+ * The inline send's gate.  tx_room is how many positions the inline path
+ * may fill before the library looks again: the room above, and no further
+ * than LZCHAN_STAT_EVERY - 1 positions past the last count, where the
+ * library's send publishes the counts the inline send leaves to it (msgs,
+ * bytes) with its own message (__lz_tx_gate_cap()).  Called
+ * whenever tail, cached_head, reserved or cont_any change in the library,
+ * so the inline path never sees a stale room larger than the truth; the
+ * inline path itself only takes from it.
+ */
 void __lzchan_tx_gate(struct lzchan *ch)
 {
 	ch->f.tx_room = __lz_tx_gate_cap(ch, __lz_tx_gate_room(ch));
