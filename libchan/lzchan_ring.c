@@ -323,14 +323,11 @@ static int __lz_tx_full(struct lzchan *ch)
 	__lzchan_tx_stats(ch);
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
-	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
-	 * for will never come.  Relaxed: only compared; a stale 0 costs one
-	 * more retry. */
-	if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
-		return -EBADMSG;
 	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
 	 * its lock tells the truth.  Looked at when the ring is found full
-	 * and FULL_LIVENESS_NS have passed since the last look. */
+	 * and FULL_LIVENESS_NS have passed since the last look -- before
+	 * the word below, which the receiver wrote: one that gave the lane
+	 * up and then died is gone, and says so (test hostile_receiver). */
 	if (ch->backend == LZCHAN_BACKEND_SHM &&
 	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED) {
 		uint64_t now = __lzchan_now_ns();
@@ -341,21 +338,36 @@ static int __lz_tx_full(struct lzchan *ch)
 				return -EPIPE;
 		}
 	}
+	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
+	 * for will never come.  Relaxed: only compared; a stale 0 costs one
+	 * more retry. */
+	if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
+		return -EBADMSG;
 	return -EAGAIN;
 }
 
 /* Is there room to publish up to position @next (exclusive), plus the
  * marker slot if the slot at @next holds stale payload? */
+/* Positions up to @end (exclusive) are ours to write by @head: the head
+ * is not ahead of our tail -- a receiver's head is never ahead of what was
+ * sent; one that says so (hostile, broken, or on shm anyone) gives no
+ * room, as in __lz_tx_gate_room() -- and @end is within a ring of it. */
+static inline bool __lz_tx_room_by(const struct lzchan *ch, uint32_t end, uint32_t head)
+{
+	return (uint32_t)(ch->f.tail - head) <= ch->f.slot_count &&
+	       (uint32_t)(end - head) <= ch->f.slot_count;
+}
+
 static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 {
 	*marker = __lz_cont_test(ch, next);
-	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count)
+	if (__lz_tx_room_by(ch, next + *marker, ch->f.cached_head))
 		return 0;
 	/* Pairs with the receiver's release store of head in
 	 * __lz_rx_publish(): it has finished reading what it released. */
 	ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
 	__lzchan_tx_gate(ch);
-	if ((uint32_t)(next + *marker - ch->f.cached_head) <= ch->f.slot_count)
+	if (__lz_tx_room_by(ch, next + *marker, ch->f.cached_head))
 		return 0;
 	return __lz_tx_full(ch);
 }
@@ -592,7 +604,7 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 
 	if (__lzchan_unlikely(len > ch->f.slot_size - sizeof(struct lzchan_slot_hdr) ||
 			      ch->f.reserved ||
-			      (uint32_t)(next - ch->f.cached_head) > ch->f.slot_count ||
+			      !__lz_tx_room_by(ch, next, ch->f.cached_head) ||
 			      (ch->f.cont_any && (__lz_cont_test(ch, next) ||
 						__lz_cont_test(ch, start)))))
 		return false;
@@ -691,11 +703,8 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 			return -ENOTCONN;	/* they wait for the first receiver */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 			return -EPIPE;
-		/* Our lane was given up: what is left will never be read.
-		 * Relaxed, as in __lz_tx_full(). */
-		if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
-			return -EBADMSG;
-		/* shm: a receiver that died leaves ATTACHED behind. */
+		/* shm: a receiver that died leaves ATTACHED behind (looked
+		 * at first, as in __lz_tx_full()). */
 		if (ch->backend == LZCHAN_BACKEND_SHM &&
 		    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
 		    now - look >= FULL_LIVENESS_NS) {
@@ -703,6 +712,10 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 			if (__lzchan_shm_rx_alive(ch) == 0)
 				return -EPIPE;
 		}
+		/* Our lane was given up: what is left will never be read.
+		 * Relaxed, as in __lz_tx_full(). */
+		if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
+			return -EBADMSG;
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		if (__lzchan_woken(ch))
@@ -930,10 +943,12 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 		__lz_tx_notify(ch);
 		return __lz_touched(ch, 0);
 	}
-	/* Room for resv_len slots was checked; fewer need no new check but
-	 * the marker decision depends on where this message ends. */
-	if (__lz_tx_room(ch, ch->f.tail + __lz_slots_for(ch, len), &marker))
-		return -EAGAIN;		/* cannot happen: len <= resv_len */
+	/* The reservation's room is ours: no new look at the head (which the
+	 * receiver may have moved anywhere since, hostile or broken; a
+	 * commit cannot fail for room).  Only the marker depends on where
+	 * this message ends, and it fits: at most as far as the reserved
+	 * message's end and its own marker, checked at reserve. */
+	marker = __lz_cont_test(ch, ch->f.tail + __lz_slots_for(ch, len));
 	ch->f.reserved = false;
 	__lz_tx_publish(ch, len, marker);
 	__lz_tx_notify(ch);

@@ -227,6 +227,70 @@ TEST(forged_head_gives_no_extra_room)
 }
 
 /*
+ * A head forged a little ahead of the sender's tail, but behind the end of
+ * a message of several slots, gives no room either (it once did, to the
+ * library's room check, unlike the inline gate): and a reservation it let
+ * through could then not be committed for a shorter message (-EAGAIN,
+ * the reservation left open, every later call -EBUSY: the lane hung).
+ * Whatever the head says, a reservation either is refused or commits.
+ */
+TEST(forged_head_cannot_strand_a_reservation)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	long page = sysconf(_SC_PAGESIZE);
+	char dir[64], path[128], big[600];
+	struct lzchan_layout l;
+	struct lzchan_geom g;
+	struct lzchan *rx, *tx;
+	volatile uint32_t *head;
+	uint32_t ahead;
+	size_t len;
+	char *map;
+	void *p;
+	int fd, r;
+
+	memset(big, 'b', sizeof(big));
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "strand");
+	ASSERT_EQ(0, lzchan_open(&rx, "strand", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, "strand", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_geometry(tx, &g));
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	map = ctl_map(fd, &l, &len);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, map);
+	head = (volatile uint32_t *)(map + page + l.rx_off + l.rx_lanes +
+				     g.lane * sizeof(struct lzchan_shm_rx_lane));
+	/* A full ring, tail 16 (the sender's view of the head refreshes as
+	 * it fills).  Then heads 7 down to 1 ahead of it, inside the 8 slots
+	 * a 500-byte message takes: each is loaded, as the cached one leaves
+	 * no room. */
+	for (r = 0; r < 16; r++)
+		ASSERT_EQ(0, lzchan_send(tx, "x", 1));
+	ASSERT_EQ(-EAGAIN, lzchan_send(tx, "x", 1));
+	for (ahead = 7; ahead >= 1; ahead--) {
+		*head = 16 + ahead;
+		r = lzchan_reserve(tx, 500, &p);
+		EXPECT_EQ(-EAGAIN, r) TH_LOG("head %u ahead gave room", ahead);
+		if (r == 0) {
+			/* And were one granted, it must commit. */
+			memset(p, 'r', 500);
+			EXPECT_EQ(0, lzchan_commit(tx, 100)) TH_LOG("head %u ahead", ahead);
+			EXPECT_NE(-EBUSY, lzchan_send(tx, "y", 1))
+				TH_LOG("a reservation was stranded");
+			break;
+		}
+		EXPECT_EQ(-EAGAIN, lzchan_send(tx, big, 500)) TH_LOG("head %u ahead", ahead);
+	}
+	munmap(map, len);
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink("strand");
+	rmdir(dir);
+}
+
+/*
  * A lane's mapping runs on past its last slot (it is rounded up to pages),
  * and its sender may write there.  A batch receive that runs up to the
  * ring's end must wrap, never read a "slot" past it: here the hostile
@@ -1484,6 +1548,68 @@ TEST(dead_receiver_seen_at_the_next_retry)
 	EXPECT_EQ(-EPIPE, r);
 	lzchan_close(tx);
 	lzchan_unlink("dead");
+	rmdir(dir);
+}
+
+/*
+ * A receiver that gave a sender's lane up (broken: -EBADMSG on the
+ * sender's full ring) and then died: the sender learns that it died
+ * (-EPIPE), at the next look at the receiver's lock, not -EBADMSG for
+ * ever (the look came after the receiver's word and was never reached).
+ */
+TEST(receiver_that_gave_up_and_died_is_gone)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	int go[2], ready[2], i, r = 0;
+	struct lzchan *tx;
+	char dir[64], b;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_create("gaveup", &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct __lzchan_fast *f;
+		struct lzchan *rx;
+		char buf[64];
+
+		if (lzchan_open(&rx, "gaveup", LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1 ||
+		    read(go[0], &b, 1) != 1)
+			_exit(1);
+		/* The sender's first message makes its lane known (and gen). */
+		while (lzchan_recv(rx, buf, sizeof(buf), NULL) != 1)
+			;
+		/* Its sender's generation, as the lane's status says. */
+		f = (struct __lzchan_fast *)rx;
+		__atomic_store_n(&f->lanes[0].rxl->broken,
+				 LZCHAN_STATUS_GEN(__atomic_load_n(&f->lanes[0].info->status,
+								   __ATOMIC_ACQUIRE)),
+				 __ATOMIC_RELEASE);
+		if (write(ready[1], "b", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, lzchan_open(&tx, "gaveup", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_send(tx, "x", 1));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	for (i = 0; i < 16 && r == 0; i++)
+		r = lzchan_send(tx, "x", 1);
+	EXPECT_EQ(-EBADMSG, lzchan_send(tx, "x", 1)) TH_LOG("the give-up was not seen");
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	/* The next retry once the look is due (it is at most every ms). */
+	usleep(2000);
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "x", 1));
+	usleep(2000);
+	EXPECT_EQ(-EPIPE, lzchan_flush(tx, 0));
+	lzchan_close(tx);
+	lzchan_unlink("gaveup");
 	rmdir(dir);
 }
 
