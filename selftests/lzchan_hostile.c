@@ -5,7 +5,9 @@
  * the wrong place), over everything a sender may write: its lane and the
  * bell.  The receiver must return valid messages or errors -- never crash,
  * never read outside the ring (this test also runs under AddressSanitizer
- * and UndefinedBehaviorSanitizer).  LZCHAN_HOSTILE_ROUNDS scales it.
+ * and UndefinedBehaviorSanitizer).  And the other way round: a hostile
+ * receiver against a sender (hostile_receiver).  LZCHAN_HOSTILE_ROUNDS
+ * scales both (the second runs one round per 50 of the first's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -685,6 +687,201 @@ TEST(hostile_close_cannot_skip_the_next_sender)
 	lzchan_close(tx);
 	lzchan_close(rx);
 	lzchan_unlink(name);
+}
+
+/* ---- a hostile receiver ---- */
+
+/*
+ * The receiver's side of the sharing: every word a sender reads from the
+ * receiver -- its published heads, the attention word the inline send
+ * compares on every send, sleepy, parked, armed, close_ack, broken -- is
+ * written by the receiver, which may be hostile or broken.  A receiver
+ * that receives now and then and otherwise writes random values over its
+ * whole rx area (the words that matter most often) must not crash the
+ * sender, hang it (every call that may wait is given a timeout), or get
+ * an answer from it outside what each call documents; and once it dies,
+ * the sender must learn that the receiver is gone, whatever it left
+ * there.  Both backends: the library's receiver, its rx area written
+ * through the handle's own (writable) mapping.
+ */
+static void hostile_rx_scribble(struct lzchan *rx, int give_up)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)rx;
+	uint32_t nl = f->max_senders;
+	char buf[4096];
+
+	for (;;) {
+		uint32_t i = rnd() % nl, v = rnd();
+		struct lzchan_shm_rx_lane *rxl = f->lanes[i].rxl;
+		/* The lane's sender's generation, as its status says. */
+		uint32_t gen = LZCHAN_STATUS_GEN(__atomic_load_n(&f->lanes[i].info->status,
+								 __ATOMIC_ACQUIRE));
+		uint32_t *w;
+
+		switch (rnd() % 16) {
+		case 10:	/* receive for real, as often as it scribbles */
+		case 11:
+		case 12:
+		case 13:
+		case 14:
+		case 15:
+			lzchan_recv(rx, buf, sizeof(buf), NULL);
+			continue;
+		case 2:		/* a head near (behind or ahead of) where we
+				 * are, or anywhere */
+			w = &rxl->head;
+			v = rnd() % 4 ? f->lanes[i].peek + (int32_t)(rnd() % 64) - 32 : v;
+			break;
+		case 3:
+			w = &rxl->attn;
+			v = rnd() % 2 ? rxl->attn + 1 : v;
+			break;
+		case 4:
+			w = &rxl->sleepy;
+			v = rnd() % 3 ? v % 2 : v;
+			break;
+		case 5:
+			w = &f->rx->parked;
+			v = rnd() % 3 ? v % 2 : v;
+			break;
+		case 6:
+			w = &f->rx->armed;
+			break;
+		case 7:		/* "this lane's sender is broken" (in half the
+				 * rounds: it sticks), or garbage */
+			w = &rxl->broken;
+			v = give_up && rnd() % 2 ? gen : v;
+			break;
+		case 8:
+			w = &rxl->close_ack;
+			v = rnd() % 2 ? gen : v;
+			break;
+		case 9:		/* anywhere in the receiver's rx line */
+			w = (uint32_t *)f->rx + rnd() % (sizeof(*f->rx) / 4);
+			break;
+		default:	/* 0 and 1: anywhere in a lane's rx line */
+			w = (uint32_t *)rxl + rnd() % (sizeof(*rxl) / 4);
+			break;
+		}
+		__atomic_store_n(w, v, __ATOMIC_RELEASE);
+	}
+}
+
+/* Every answer a sending call may give here (none of them -EIO: nothing
+ * is cut): a count or 0, or the errors its manual page lists. */
+static int hostile_rx_answer_ok(int r)
+{
+	return r >= 0 || r == -EAGAIN || r == -EPIPE || r == -EBADMSG || r == -ETIMEDOUT;
+}
+
+TEST(hostile_receiver)
+{
+	const char *e = getenv("LZCHAN_HOSTILE_ROUNDS");
+	unsigned int rounds = e ? strtoul(e, NULL, 0) / 50 + 1 : 20, r;
+	unsigned long sent = 0, refused[4] = { 0 };
+	static char buf[1 << 16];
+
+	memset(buf, 'h', sizeof(buf));
+	for (r = 0; r < rounds; r++) {
+		uint32_t sizes[] = { 64, 128, 256 }, counts[] = { 2, 8, 64 };
+		uint32_t S = sizes[rnd() % 3], N = counts[rnd() % 3], i;
+		struct lzchan_opts o;
+		struct lzchan_geom g;
+		struct lzchan *tx;
+		char name[64], c;
+		int status, ret, ready[2], k;
+		pid_t pid;
+
+		snprintf(name, sizeof(name), "hostile-rx.%d.%u", getpid(), r);
+		lzchan_opts_init(&o);
+		o.slot_size = S;
+		o.slot_count = N;
+		o.max_senders = 2;
+		ASSERT_EQ(0, pipe(ready));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			struct lzchan *rx;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() == 1)
+				_exit(4);
+			rng ^= getpid();
+			if (lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o))
+				_exit(2);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(3);
+			hostile_rx_scribble(rx, r % 2);
+		}
+		close(ready[1]);
+		ASSERT_EQ(1, read(ready[0], &c, 1)) TH_LOG("the receiver could not open");
+		close(ready[0]);
+		ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+		ASSERT_EQ(0, lzchan_geometry(tx, &g));
+		for (i = 0; i < 400; i++) {
+			size_t len = rnd() % 4 ? rnd() % (S - 8 + 1) : rnd() % (g.max_msg + 1);
+			struct iovec v[4];
+			void *p;
+
+			switch (i % 6) {
+			case 0:
+				ret = lzchan_send(tx, buf, len);
+				break;
+			case 1:
+				for (k = 0; k < 4; k++) {
+					v[k].iov_base = buf;
+					v[k].iov_len = rnd() % (S - 8 + 1);
+				}
+				ret = lzchan_send_batch(tx, v, 4);
+				ASSERT_GE(4, ret);
+				break;
+			case 2:
+				ret = lzchan_reserve(tx, len, &p);
+				if (!ret) {
+					memset(p, 'r', len);
+					ret = lzchan_commit(tx, len / 2);
+					ASSERT_NE(-EINVAL, ret) TH_LOG("a reservation lost");
+				}
+				break;
+			case 3:
+				ret = lzchan_send_wait(tx, buf, len, 200000);
+				break;
+			case 4:
+				ret = lzchan_flush(tx, 200000);
+				break;
+			default:
+				ret = lzchan_send(tx, buf, 1);
+				break;
+			}
+			ASSERT_TRUE(hostile_rx_answer_ok(ret)) TH_LOG("call %u: %d", i % 6, ret);
+			if (ret >= 0)
+				sent++;
+			else
+				refused[ret == -EAGAIN ? 0 : ret == -EBADMSG ? 1 :
+					ret == -ETIMEDOUT ? 2 : 3]++;
+		}
+		/* The receiver dies: the sender learns it, whatever was left in
+		 * the rx area -- a lane given up included (-EBADMSG until the
+		 * next look at the receiver's lock, at most a millisecond
+		 * later on shm).  A bounded number of retries, 2 ms apart: a
+		 * hang bound, not a speed test. */
+		kill(pid, SIGKILL);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFSIGNALED(status)) TH_LOG("receiver exited %d", WEXITSTATUS(status));
+		for (i = 0; i < 1000; i++) {
+			ret = lzchan_send_wait(tx, buf, 1, 10000000);
+			ASSERT_TRUE(hostile_rx_answer_ok(ret)) TH_LOG("after the death: %d", ret);
+			if (ret == -EPIPE)
+				break;
+			usleep(2000);
+		}
+		EXPECT_EQ(-EPIPE, ret) TH_LOG("the sender never learnt the receiver died");
+		lzchan_close(tx);
+		lzchan_unlink(name);
+	}
+	TH_LOG("%u rounds: %lu calls succeeded; refused: %lu -EAGAIN, %lu -EBADMSG, "
+	       "%lu -ETIMEDOUT, %lu -EPIPE; no crash", rounds, sent, refused[0], refused[1],
+	       refused[2], refused[3]);
 }
 
 TEST_HARNESS_MAIN
