@@ -102,6 +102,9 @@ struct lzchan {
 	uint32_t cont_count;		/* bits set in cont (f.cont_any: nonzero) */
 	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
 	uint64_t gone_held_ns;		/* shm: GONE said, receiver's lock found held */
+	bool rx_seen;			/* a receiver was seen (a status other than
+					 * NONE, or its lock held): NONE is then a
+					 * lie (shm: anyone may write it) */
 
 	/* receiver */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */

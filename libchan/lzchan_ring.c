@@ -314,6 +314,36 @@ void __lzchan_tx_stats(struct lzchan *ch)
 	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes);
 }
 
+/*
+ * shm: has the receiver died?  A receiver that dies leaves its status
+ * (ATTACHED) behind, and the status word is anyone's to write anyway:
+ * only its lock tells, looked at every FULL_LIVENESS_NS at most (*@look:
+ * when last).  A status of NONE -- no receiver yet, and messages wait
+ * for the first -- is believed only until this sender has seen one (any
+ * other status, or the lock held): after that NONE is a lie, and the lock
+ * decides as for any other status (test hostile_receiver).  GONE is
+ * __lz_tx_rx_gone()'s.
+ */
+static bool __lz_tx_rx_dead(struct lzchan *ch, uint64_t st, uint64_t *look)
+{
+	uint32_t state = LZCHAN_STATUS_STATE(st);
+	uint64_t now;
+	int alive;
+
+	if (ch->backend != LZCHAN_BACKEND_SHM || state == LZCHAN_RX_GONE)
+		return false;
+	if (state != LZCHAN_RX_NONE)
+		ch->rx_seen = true;
+	now = __lzchan_now_ns();
+	if (now - *look < FULL_LIVENESS_NS)
+		return false;
+	*look = now;
+	alive = __lzchan_shm_rx_alive(ch);
+	if (alive == 1)
+		ch->rx_seen = true;
+	return alive == 0 && ch->rx_seen;
+}
+
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
@@ -323,21 +353,11 @@ static int __lz_tx_full(struct lzchan *ch)
 	__lzchan_tx_stats(ch);
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
-	/* shm: a receiver that died holding the ring leaves ATTACHED behind;
-	 * its lock tells the truth.  Looked at when the ring is found full
-	 * and FULL_LIVENESS_NS have passed since the last look -- before
+	/* shm: the receiver's lock, when the ring is found full -- before
 	 * the word below, which the receiver wrote: one that gave the lane
 	 * up and then died is gone, and says so (test hostile_receiver). */
-	if (ch->backend == LZCHAN_BACKEND_SHM &&
-	    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED) {
-		uint64_t now = __lzchan_now_ns();
-
-		if (now - ch->last_rx_look_ns >= FULL_LIVENESS_NS) {
-			ch->last_rx_look_ns = now;
-			if (__lzchan_shm_rx_alive(ch) == 0)
-				return -EPIPE;
-		}
-	}
+	if (__lz_tx_rx_dead(ch, st, &ch->last_rx_look_ns))
+		return -EPIPE;
 	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
 	 * for will never come.  Relaxed: only compared; a stale 0 costs one
 	 * more retry. */
@@ -699,19 +719,14 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 		 * read what it released. */
 		if (__lz_load_acq(&ch->f.my_rxl->head) == ch->f.tail)
 			return 0;
-		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE)
+		/* shm: a receiver that died (its lock; first, as in
+		 * __lz_tx_full(), and before NONE, which it may make a lie). */
+		if (__lz_tx_rx_dead(ch, st, &look))
+			return -EPIPE;
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE && !ch->rx_seen)
 			return -ENOTCONN;	/* they wait for the first receiver */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 			return -EPIPE;
-		/* shm: a receiver that died leaves ATTACHED behind (looked
-		 * at first, as in __lz_tx_full()). */
-		if (ch->backend == LZCHAN_BACKEND_SHM &&
-		    LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&
-		    now - look >= FULL_LIVENESS_NS) {
-			look = now;
-			if (__lzchan_shm_rx_alive(ch) == 0)
-				return -EPIPE;
-		}
 		/* Our lane was given up: what is left will never be read.
 		 * Relaxed, as in __lz_tx_full(). */
 		if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)

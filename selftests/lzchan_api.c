@@ -1377,6 +1377,40 @@ TEST(flush_tells_what_the_receiver_took)
 }
 
 /*
+ * Before any receiver has attached, a full lane is just full: messages
+ * wait for the first receiver (-EAGAIN, and the flush -ENOTCONN), however
+ * long the sender retries -- the shared-memory sender's look at the
+ * receiver's lock (due every millisecond on a full lane) finds nobody, and
+ * that is not a receiver that died while it has never seen one.
+ */
+TEST(full_lane_before_any_receiver_waits)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 1);
+	const char *name = lz_name("first");
+	struct lzchan *tx, *rx;
+	char buf[16];
+	int i, r = 0;
+
+	ASSERT_EQ(1, lzchan_create(name, &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	for (i = 0; i < 8 && !r; i++)
+		r = lzchan_send(tx, "w", 1);
+	ASSERT_EQ(0, r);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(-EAGAIN, lzchan_send(tx, "w", 1));
+		EXPECT_EQ(-ENOTCONN, lzchan_flush(tx, 0));
+		usleep(2000);
+	}
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+	for (i = 0; lzchan_recv(rx, buf, sizeof(buf), NULL) == 1; i++)
+		;
+	EXPECT_EQ(8, i);
+	lzchan_close(rx);
+	lzchan_close(tx);
+	lzchan_unlink(name);
+}
+
+/*
  * The event fd, on both backends: armed, it becomes readable when a sender
  * (here in another process) sends; receiving disarms; -EAGAIN from arm
  * when something is waiting.

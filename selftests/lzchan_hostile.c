@@ -708,7 +708,12 @@ static void hostile_rx_scribble(struct lzchan *rx, int give_up)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)rx;
 	uint32_t nl = f->max_senders;
+	struct lzchan_geom g;
 	char buf[4096];
+	int shm;
+
+	lzchan_geometry(rx, &g);
+	shm = g.backend == LZCHAN_BACKEND_SHM;
 
 	for (;;) {
 		uint32_t i = rnd() % nl, v = rnd();
@@ -759,7 +764,14 @@ static void hostile_rx_scribble(struct lzchan *rx, int give_up)
 		case 9:		/* anywhere in the receiver's rx line */
 			w = (uint32_t *)f->rx + rnd() % (sizeof(*f->rx) / 4);
 			break;
-		default:	/* 0 and 1: anywhere in a lane's rx line */
+		case 1:		/* shm, where the header is anyone's to write:
+				 * the receiver's status (gen, state) */
+			if (!shm)
+				continue;
+			w = (uint32_t *)&f->hdr->rx_status + rnd() % 2;
+			v = rnd() % 4 ? rnd() % 4 : v;
+			break;
+		default:	/* 0: anywhere in a lane's rx line */
 			w = (uint32_t *)rxl + rnd() % (sizeof(*rxl) / 4);
 			break;
 		}
@@ -768,17 +780,19 @@ static void hostile_rx_scribble(struct lzchan *rx, int give_up)
 }
 
 /* Every answer a sending call may give here (none of them -EIO: nothing
- * is cut): a count or 0, or the errors its manual page lists. */
-static int hostile_rx_answer_ok(int r)
+ * is cut): a count or 0, or the errors its manual page lists -- a flush
+ * also -ENOTCONN ("no receiver yet", as a forged status may say on shm). */
+static int hostile_rx_answer_ok(int r, int flush)
 {
-	return r >= 0 || r == -EAGAIN || r == -EPIPE || r == -EBADMSG || r == -ETIMEDOUT;
+	return r >= 0 || r == -EAGAIN || r == -EPIPE || r == -EBADMSG || r == -ETIMEDOUT ||
+	       (flush && r == -ENOTCONN);
 }
 
 TEST(hostile_receiver)
 {
 	const char *e = getenv("LZCHAN_HOSTILE_ROUNDS");
 	unsigned int rounds = e ? strtoul(e, NULL, 0) / 50 + 1 : 20, r;
-	unsigned long sent = 0, refused[4] = { 0 };
+	unsigned long sent = 0, refused[5] = { 0 };
 	static char buf[1 << 16];
 
 	memset(buf, 'h', sizeof(buf));
@@ -853,12 +867,12 @@ TEST(hostile_receiver)
 				ret = lzchan_send(tx, buf, 1);
 				break;
 			}
-			ASSERT_TRUE(hostile_rx_answer_ok(ret)) TH_LOG("call %u: %d", i % 6, ret);
+			ASSERT_TRUE(hostile_rx_answer_ok(ret, i % 6 == 4)) TH_LOG("call %u: %d", i % 6, ret);
 			if (ret >= 0)
 				sent++;
 			else
 				refused[ret == -EAGAIN ? 0 : ret == -EBADMSG ? 1 :
-					ret == -ETIMEDOUT ? 2 : 3]++;
+					ret == -ETIMEDOUT ? 2 : ret == -EPIPE ? 3 : 4]++;
 		}
 		/* The receiver dies: the sender learns it, whatever was left in
 		 * the rx area -- a lane given up included (-EBADMSG until the
@@ -870,7 +884,7 @@ TEST(hostile_receiver)
 		ASSERT_TRUE(WIFSIGNALED(status)) TH_LOG("receiver exited %d", WEXITSTATUS(status));
 		for (i = 0; i < 1000; i++) {
 			ret = lzchan_send_wait(tx, buf, 1, 10000000);
-			ASSERT_TRUE(hostile_rx_answer_ok(ret)) TH_LOG("after the death: %d", ret);
+			ASSERT_TRUE(hostile_rx_answer_ok(ret, 0)) TH_LOG("after the death: %d", ret);
 			if (ret == -EPIPE)
 				break;
 			usleep(2000);
@@ -880,8 +894,8 @@ TEST(hostile_receiver)
 		lzchan_unlink(name);
 	}
 	TH_LOG("%u rounds: %lu calls succeeded; refused: %lu -EAGAIN, %lu -EBADMSG, "
-	       "%lu -ETIMEDOUT, %lu -EPIPE; no crash", rounds, sent, refused[0], refused[1],
-	       refused[2], refused[3]);
+	       "%lu -ETIMEDOUT, %lu -EPIPE, %lu -ENOTCONN; no crash", rounds, sent, refused[0],
+	       refused[1], refused[2], refused[3], refused[4]);
 }
 
 TEST_HARNESS_MAIN
