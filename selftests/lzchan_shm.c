@@ -170,6 +170,24 @@ static char *ctl_map(int fd, struct lzchan_layout *l, size_t *len)
 	return mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
 
+/* The receiver's published head of @lane, where anyone may forge it on
+ * shm: in a mapping of the channel file at @path made by hand (*@map,
+ * *@len: to unmap). */
+static volatile uint32_t *head_of(struct __test_metadata *_metadata, const char *path,
+				  uint32_t lane, char **map, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct lzchan_layout l;
+	int fd = open(path, O_RDWR);
+
+	ASSERT_LE(0, fd);
+	*map = ctl_map(fd, &l, len);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, *map);
+	return (volatile uint32_t *)(*map + page + l.rx_off + l.rx_lanes +
+				     lane * sizeof(struct lzchan_shm_rx_lane));
+}
+
 /*
  * A head forged "ahead" of the sender's tail (anyone with write access
  * can store it on shm) buys no room beyond the ring: the sender never
@@ -178,13 +196,11 @@ static char *ctl_map(int fd, struct lzchan_layout *l, size_t *len)
 TEST(forged_head_gives_no_extra_room)
 {
 	struct lzchan_opts o = lz_opts(64, 64, 1);
-	long page = sysconf(_SC_PAGESIZE);
 	char dir[64], path[128], buf[16];
-	struct lzchan_layout l;
 	struct lzchan_geom g;
 	struct lzchan *rx, *tx;
 	volatile uint32_t *head;
-	int fd, k, r = 0;
+	int k, r = 0;
 	size_t len;
 	char *map;
 
@@ -193,13 +209,7 @@ TEST(forged_head_gives_no_extra_room)
 	ASSERT_EQ(0, lzchan_open(&rx, "forgehead", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
 	ASSERT_EQ(0, lzchan_open(&tx, "forgehead", LZCHAN_SENDER, NULL));
 	ASSERT_EQ(0, lzchan_geometry(tx, &g));
-	fd = open(path, O_RDWR);
-	ASSERT_LE(0, fd);
-	map = ctl_map(fd, &l, &len);
-	close(fd);
-	ASSERT_NE(MAP_FAILED, map);
-	head = (volatile uint32_t *)(map + page + l.rx_off + l.rx_lanes +
-				     g.lane * sizeof(struct lzchan_shm_rx_lane));
+	head = head_of(_metadata, path, g.lane, &map, &len);
 	/* Fill the ring (the sender's view of the head refreshes then),
 	 * forge the head far ahead and also halfway round 2^32. */
 	for (k = 0; k < 65 && !r; k++)
@@ -237,9 +247,7 @@ TEST(forged_head_gives_no_extra_room)
 TEST(forged_head_cannot_strand_a_reservation)
 {
 	struct lzchan_opts o = lz_opts(64, 16, 1);
-	long page = sysconf(_SC_PAGESIZE);
 	char dir[64], path[128], big[600];
-	struct lzchan_layout l;
 	struct lzchan_geom g;
 	struct lzchan *rx, *tx;
 	volatile uint32_t *head;
@@ -247,7 +255,7 @@ TEST(forged_head_cannot_strand_a_reservation)
 	size_t len;
 	char *map;
 	void *p;
-	int fd, r;
+	int r;
 
 	memset(big, 'b', sizeof(big));
 	shm_dir(_metadata, dir, sizeof(dir));
@@ -255,13 +263,7 @@ TEST(forged_head_cannot_strand_a_reservation)
 	ASSERT_EQ(0, lzchan_open(&rx, "strand", LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
 	ASSERT_EQ(0, lzchan_open(&tx, "strand", LZCHAN_SENDER, NULL));
 	ASSERT_EQ(0, lzchan_geometry(tx, &g));
-	fd = open(path, O_RDWR);
-	ASSERT_LE(0, fd);
-	map = ctl_map(fd, &l, &len);
-	close(fd);
-	ASSERT_NE(MAP_FAILED, map);
-	head = (volatile uint32_t *)(map + page + l.rx_off + l.rx_lanes +
-				     g.lane * sizeof(struct lzchan_shm_rx_lane));
+	head = head_of(_metadata, path, g.lane, &map, &len);
 	/* A full ring, tail 16 (the sender's view of the head refreshes as
 	 * it fills).  Then heads 7 down to 1 ahead of it, inside the 8 slots
 	 * a 500-byte message takes: each is loaded, as the cached one leaves
