@@ -319,29 +319,34 @@ void __lzchan_tx_stats(struct lzchan *ch)
  * (ATTACHED) behind, and the status word is anyone's to write anyway:
  * only its lock tells, looked at every FULL_LIVENESS_NS at most (*@look:
  * when last).  A status of NONE -- no receiver yet, and messages wait
- * for the first -- is believed only until this sender has seen one (any
- * other status, or the lock held): after that NONE is a lie, and the lock
- * decides as for any other status (test hostile_receiver).  GONE is
- * __lz_tx_rx_gone()'s.
+ * for the first -- is believed only until this sender has seen another
+ * status (at open, in the library's send, here); after that NONE is a
+ * lie, and the lock decides as for ATTACHED (test hostile_receiver).  The
+ * lock held alone proves nothing: a receiver holds it before it says
+ * ATTACHED, and one that died in between leaves NONE, truly.  A verdict
+ * of "dead" stands while the status reads what it read then (a new
+ * receiver writes a new one).  GONE is __lz_tx_rx_gone()'s.
  */
 static bool __lz_tx_rx_dead(struct lzchan *ch, uint64_t st, uint64_t *look)
 {
 	uint32_t state = LZCHAN_STATUS_STATE(st);
 	uint64_t now;
-	int alive;
 
-	if (ch->backend != LZCHAN_BACKEND_SHM || state == LZCHAN_RX_GONE)
+	if (ch->backend != LZCHAN_BACKEND_SHM)
 		return false;
 	if (state != LZCHAN_RX_NONE)
 		ch->rx_seen = true;
+	if (state == LZCHAN_RX_GONE || !ch->rx_seen)
+		return false;
+	if (ch->rx_dead && st == ch->rx_dead_st)
+		return true;
 	now = __lzchan_now_ns();
 	if (now - *look < FULL_LIVENESS_NS)
 		return false;
 	*look = now;
-	alive = __lzchan_shm_rx_alive(ch);
-	if (alive == 1)
-		ch->rx_seen = true;
-	return alive == 0 && ch->rx_seen;
+	ch->rx_dead = __lzchan_shm_rx_alive(ch) == 0;
+	ch->rx_dead_st = st;
+	return ch->rx_dead;
 }
 
 static int __lz_tx_full(struct lzchan *ch)
@@ -580,6 +585,8 @@ static inline int __lz_touched(struct lzchan *ch, int ret)
 
 static int __lz_tx_check(struct lzchan *ch, size_t len)
 {
+	uint64_t st;
+
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
 	if (ch->f.reserved)
@@ -588,8 +595,10 @@ static int __lz_tx_check(struct lzchan *ch, size_t len)
 		return -EMSGSIZE;
 	/* Pairs with the release store of rx_status: a departed receiver
 	 * ends sending at once, not when the ring fills. */
-	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
-			      LZCHAN_RX_GONE)) {
+	st = __lz_load_acq(&ch->f.hdr->rx_status);
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_RX_NONE)
+		ch->rx_seen = true;	/* see __lz_tx_rx_dead() */
+	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)) {
 		/* shm: the file cut short under us says "gone" too. */
 		if (__lzchan_guard_lost(ch->guard))
 			return -EIO;
@@ -620,7 +629,7 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
  */
 static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 {
-	uint32_t start = ch->f.tail, next = start + 1;
+	uint32_t start = ch->f.tail, next = start + 1, state;
 
 	if (__lzchan_unlikely(len > ch->f.slot_size - sizeof(struct lzchan_slot_hdr) ||
 			      ch->f.reserved ||
@@ -629,8 +638,10 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 						__lz_cont_test(ch, start)))))
 		return false;
 	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
-	return __lzchan_likely(LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) !=
-			       LZCHAN_RX_GONE);
+	state = LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status));
+	if (state != LZCHAN_RX_NONE)
+		ch->rx_seen = true;	/* see __lz_tx_rx_dead() */
+	return __lzchan_likely(state != LZCHAN_RX_GONE);
 }
 
 /* Publish the one-slot message written at the tail: the stores and their
@@ -942,6 +953,7 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 
 int lzchan_commit(struct lzchan *ch, size_t len)
 {
+	uint32_t k;
 	bool marker;
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
@@ -958,6 +970,14 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 		__lz_tx_notify(ch);
 		return __lz_touched(ch, 0);
 	}
+	/* The reserved slots this message does not use may hold payload
+	 * where their headers go: the caller may have written all it
+	 * reserved (a word there could read as the next message's seq).
+	 * Marked as holding payload, so a marker follows the message and
+	 * later messages ending before them place theirs (test
+	 * commit_less_than_reserved_sends_no_phantom). */
+	for (k = __lz_slots_for(ch, len); k < __lz_slots_for(ch, ch->f.resv_len); k++)
+		__lz_cont_set(ch, ch->f.tail + k, true);
 	/* The reservation's room is ours: no new look at the head (which the
 	 * receiver may have moved anywhere since, hostile or broken; a
 	 * commit cannot fail for room).  Only the marker depends on where

@@ -966,8 +966,12 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		/* Make ourselves known to a receiver that is there (a later
 		 * one hears from us at the first wake it is owed).  Pairs
 		 * with the receiver's release store of rx_status. */
-		if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) ==
-		    LZCHAN_RX_ATTACHED)
+		uint32_t rxs = LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status));
+
+		/* A receiver has been here: a later NONE is a lie (see
+		 * __lz_tx_rx_dead()). */
+		ch->rx_seen = rxs != LZCHAN_RX_NONE;
+		if (rxs == LZCHAN_RX_ATTACHED)
 			(void)__lzchan_sock_connect(ch);
 	}
 	return 0;

@@ -435,6 +435,47 @@ TEST(reserve_commit)
 }
 
 /*
+ * A reservation may be written in full and committed shorter.  The slots
+ * it does not use then hold the caller's bytes where their headers go: a
+ * word there that reads as the next position's seq must not become a
+ * message nobody sent (it once did, and the sender's real next message,
+ * written over it later, was then never received).
+ */
+TEST(commit_less_than_reserved_sends_no_phantom)
+{
+	char buf[256];
+	uint32_t word[2];
+	struct pair p;
+	void *w;
+	int k;
+
+	ASSERT_EQ(0, pair_open(&p, "phantom", lz_opts(64, 64, 1)));
+	for (k = 0; k < 2; k++) {
+		uint32_t pos = k * 3;	/* the tail: a round takes 1 + 2 slots */
+
+		/* 150 bytes: three slots at pos; the second slot's header is
+		 * at offset 56 of the buffer. */
+		ASSERT_EQ(0, lzchan_reserve(p.tx, 150, &w));
+		memset(w, 'p', 150);
+		word[0] = pos + 2;	/* "ready" for position pos + 1 */
+		word[1] = 4;
+		memcpy((char *)w + 56, word, sizeof(word));
+		ASSERT_EQ(0, lzchan_commit(p.tx, 10));
+		ASSERT_EQ(10, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+		EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL))
+			TH_LOG("a message nobody sent");
+		/* The next one, of several slots, over those slots. */
+		memset(buf, 'n', 100);
+		ASSERT_EQ(0, lzchan_send(p.tx, buf, 100));
+		memset(buf, 0, sizeof(buf));
+		ASSERT_EQ(100, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+		EXPECT_EQ('n', buf[99]);
+		EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	}
+	pair_close(&p);
+}
+
+/*
  * An inline reservation (one slot) stays the only thing in flight however
  * many sends try meanwhile: the inline send takes a position from its gate
  * as it tests it, which an open reservation keeps below 0, and the library
