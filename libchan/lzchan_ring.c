@@ -371,8 +371,6 @@ static int __lz_tx_full(struct lzchan *ch)
 	return -EAGAIN;
 }
 
-/* Is there room to publish up to position @next (exclusive), plus the
- * marker slot if the slot at @next holds stale payload? */
 /* Positions up to @end (exclusive) are ours to write by @head: the head
  * is not ahead of our tail -- a receiver's head is never ahead of what was
  * sent; one that says so (hostile, broken, or on shm anyone) gives no
@@ -383,6 +381,8 @@ static inline bool __lz_tx_room_by(const struct lzchan *ch, uint32_t end, uint32
 	       (uint32_t)(end - head) <= ch->f.slot_count;
 }
 
+/* Is there room to publish up to position @next (exclusive), plus the
+ * marker slot if the slot at @next holds stale payload? */
 static int __lz_tx_room(struct lzchan *ch, uint32_t next, bool *marker)
 {
 	*marker = __lz_cont_test(ch, next);
