@@ -1628,6 +1628,69 @@ TEST(receiver_that_gave_up_and_died_is_gone)
 }
 
 /*
+ * A receiver takes its lock before it says ATTACHED; one that died in
+ * between leaves the status NONE ("no receiver yet") and a free lock.  A
+ * sender that never saw a receiver must go on waiting for the next one
+ * (-EAGAIN on a full lane, -ENOTCONN from flush), whether the lock is
+ * held or was let go by a death -- not -EPIPE: the held lock alone proves
+ * no receiver was ever there.  The next receiver then gets every message.
+ * The lock is the library's layout (byte 1 << 40 of the file, LOCK_BASE).
+ */
+TEST(receiver_that_died_before_attaching_is_waited_for)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 1);
+	char dir[64], path[128], buf[16], b;
+	struct lzchan *tx, *rx;
+	int ready[2], i, r = 0;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_create("early", &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, lzchan_open(&tx, "early", LZCHAN_SENDER, NULL));
+	for (i = 0; i < 8 && !r; i++)
+		r = lzchan_send(tx, "e", 1);
+	ASSERT_EQ(0, r);
+	snprintf(path, sizeof(path), "%s/lzchan.early", dir);
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct flock fl = {
+			.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1LL << 40, .l_len = 1,
+		};
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		/* The receiver's lock, and nothing else of an attach. */
+		if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0 || write(ready[1], "l", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(-EAGAIN, lzchan_send(tx, "e", 1)) TH_LOG("lock held, round %d", i);
+		EXPECT_EQ(-ENOTCONN, lzchan_flush(tx, 0)) TH_LOG("lock held, round %d", i);
+		usleep(2000);	/* past the look's interval (1 ms) */
+	}
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(-EAGAIN, lzchan_send(tx, "e", 1)) TH_LOG("lock let go, round %d", i);
+		EXPECT_EQ(-ENOTCONN, lzchan_flush(tx, 0)) TH_LOG("lock let go, round %d", i);
+		usleep(2000);
+	}
+	ASSERT_EQ(0, lzchan_open(&rx, "early", LZCHAN_RECEIVER, NULL));
+	for (i = 0; lzchan_recv(rx, buf, sizeof(buf), NULL) == 1; i++)
+		;
+	EXPECT_EQ(8, i);
+	EXPECT_EQ(0, lzchan_send(tx, "e", 1));
+	lzchan_close(rx);
+	lzchan_close(tx);
+	lzchan_unlink("early");
+	rmdir(dir);
+}
+
+/*
  * A stranger who takes the name of a channel's doorbell socket first (its
  * name is predictable, the directory sticky) must get nothing: senders
  * check that whoever listens there may open the channel as its receiver
