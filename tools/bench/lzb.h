@@ -260,6 +260,8 @@ double lzb_c2c_pair_ns(int cpu_a, int cpu_b, uint64_t rounds);	/* half RTT */
 double lzb_ring_mps(const char *impl, int senders, bool procs, uint64_t msgs, int trials);
 /* libchan ping-pong half round trip (ns) between CPUs lzb_cpu(0) and (1). */
 double lzb_lat_pingpong_ns(uint32_t size, uint64_t iters, bool procs, int idle);
+/* The same between two of the article's lazy rings (4 to 56 bytes). */
+double lzb_lat_lazy_pingpong_ns(uint32_t size, uint64_t iters, bool procs);
 /* Ping-pong half round trip (ns) over "pipe", "unix" (AF_UNIX stream). */
 double lzb_alt_pingpong_ns(const char *kind, uint32_t size, uint64_t iters);
 

@@ -167,6 +167,130 @@ double lzb_lat_pingpong_ns(uint32_t size, uint64_t iters, bool procs, int idle)
 	return ns;
 }
 
+/* ---------- the same ping-pong over the article's lazy ring ---------- */
+
+/*
+ * The baseline for the ping-pong: two of the article's lazy rings (the
+ * sequence word in the slot, the consumer's position published every
+ * half ring) between the same two CPUs, carrying the same message the
+ * same way -- copied in and out with the header's __lzchan_copy(), its
+ * length in the slot -- in rings of the same 64 slots of 64 bytes.  No
+ * wakeup, no statistics, no bounds against a hostile peer: what a ring
+ * with nothing but the article's protocol costs a round trip here.
+ */
+#define LAT_LAZY_SLOTS	64
+
+struct lat_lazy_slot {
+	uint32_t seq;		/* position + 1 once written */
+	uint32_t len;
+	char data[LAT_SLOT - 8];
+};
+
+struct lat_lazy_ring {
+	_Alignas(64) uint32_t rp;	/* the consumer's published position */
+	_Alignas(64) struct lat_lazy_slot slots[LAT_LAZY_SLOTS];
+};
+
+struct lat_lazy_run {
+	struct lat_lazy_ring ring[2];	/* ring[i]: what side i receives */
+	uint32_t size;
+	uint64_t iters, warmup, ticks;
+	struct lzb_barrier start;
+	int err;
+};
+
+static void lat_lazy_send(struct lat_lazy_ring *r, uint32_t *wp, uint32_t *cached_rp,
+			  const void *buf, uint32_t len)
+{
+	struct lat_lazy_slot *s = &r->slots[*wp & (LAT_LAZY_SLOTS - 1)];
+	unsigned int spins = 0;
+
+	while (*wp - *cached_rp >= LAT_LAZY_SLOTS) {
+		/* Pairs with the consumer's release store of rp. */
+		*cached_rp = __atomic_load_n(&r->rp, __ATOMIC_ACQUIRE);
+		if (*wp - *cached_rp >= LAT_LAZY_SLOTS)
+			lzb_spin(&spins);
+	}
+	__lzchan_copy(s->data, buf, len);
+	s->len = len;
+	/* Pairs with the consumer's acquire load of seq. */
+	__atomic_store_n(&s->seq, ++*wp, __ATOMIC_RELEASE);
+}
+
+static int lat_lazy_recv(struct lat_lazy_ring *r, uint32_t *crp, void *buf, uint32_t cap)
+{
+	const struct lat_lazy_slot *s = &r->slots[*crp & (LAT_LAZY_SLOTS - 1)];
+	unsigned int spins = 0;
+	uint32_t len;
+
+	/* Pairs with the producer's release store of seq. */
+	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != *crp + 1)
+		lzb_spin(&spins);
+	len = s->len;
+	if (len > cap || len > sizeof(s->data))
+		return -EMSGSIZE;
+	__lzchan_copy(buf, s->data, len);
+	/* Every half ring.  Pairs with the producer's acquire load of rp. */
+	if (!(++*crp & (LAT_LAZY_SLOTS / 2 - 1)))
+		__atomic_store_n(&r->rp, *crp, __ATOMIC_RELEASE);
+	return (int)len;
+}
+
+static int lat_lazy_worker(int i, void *arg)
+{
+	struct lat_lazy_run *run = arg;
+	struct lat_lazy_ring *in = &run->ring[i], *out = &run->ring[!i];
+	uint32_t wp = 0, cached_rp = 0, crp = 0;
+	uint32_t buf[LAT_SLOT / 4] = { 0 };
+	uint64_t n, t0 = 0;
+	int r = 0;
+
+	if (lzb_pin(lzb_cpu(i)))
+		lzb_die("pinning to CPU %d: %s", lzb_cpu(i), strerror(errno));
+	lzb_barrier_wait(&run->start);
+	for (n = 0; n < run->warmup + run->iters; n++) {
+		if (n == run->warmup)
+			t0 = lzb_rdtsc();
+		buf[0] = (uint32_t)n;
+		if (i == 0) {
+			lat_lazy_send(out, &wp, &cached_rp, buf, run->size);
+			r = lat_lazy_recv(in, &crp, buf, sizeof(buf));
+		} else {
+			r = lat_lazy_recv(in, &crp, buf, sizeof(buf));
+			if (r >= 0)
+				lat_lazy_send(out, &wp, &cached_rp, buf, run->size);
+		}
+		if (r != (int)run->size || buf[0] != (uint32_t)n) {
+			run->err = 1;
+			break;
+		}
+	}
+	if (i == 0)
+		run->ticks = lzb_rdtsc() - t0;
+	return run->err;
+}
+
+/* Half round trip in ns over the lazy ring (@size: 4 to 56 bytes), or NaN. */
+double lzb_lat_lazy_pingpong_ns(uint32_t size, uint64_t iters, bool procs)
+{
+	struct lat_lazy_run *run = lzb_shared_alloc(sizeof(*run));
+	double ns = NAN;
+
+	memset(run, 0, sizeof(*run));
+	run->size = size;
+	run->iters = iters;
+	run->warmup = iters / 10 + 100;
+	lzb_barrier_init(&run->start, 2);
+	lzb_workers(2);
+	if (size < 4 || size > sizeof(run->ring[0].slots[0].data) ||
+	    lzb_run(2, procs, lat_lazy_worker, run) || run->err)
+		fprintf(stderr, "lzchan-bench: lazy-ring %u B ping-pong failed\n", size);
+	else
+		ns = (double)run->ticks / lzb_tsc_ghz() / (2.0 * (double)iters);
+	lzb_shared_free(run, sizeof(*run));
+	return ns;
+}
+
 /* ---------- exchange ring among P processes ---------- */
 
 struct xring_run {
