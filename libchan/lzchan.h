@@ -432,6 +432,36 @@ static inline int __lzchan_fast_take(struct __lzchan_fast *f, struct __lzchan_rx
 	return (int)len;
 }
 
+/*
+ * Nothing is ready at the inline lane's peek: may the inline receive say
+ * "empty" without the library?  Only while the library granted it
+ * (empty_left: its last look found nothing anywhere and cur is the one
+ * lane it polls) and the lane's status is what that look saw (a sender
+ * that left, or a cut mapping, whose status reads 0, ends the spell) and
+ * the bell is as that look left it (a lane nobody polls got a message).
+ * Other news waits at most empty_left polls, as the library's own quick
+ * verdicts let it.  Like those, a receiver that has caught up publishes
+ * its head, so the sender sees all the room.  Also the library's, right
+ * after the grant a run-out gate sent it for (lzchan_recv()).
+ */
+static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_rxlane *rl)
+{
+	if (__lzchan_likely(f->empty_left) &&
+	    /* Relaxed: only compared; the library loads them with acquire. */
+	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
+	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
+		f->empty_left--;
+		if (rl->head != rl->published && rl->peek == rl->head) {
+			/* Pairs with the sender's acquire load of head: our
+			 * reads of the released slots are done. */
+			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
+			rl->published = rl->head;
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /* The library's entry points behind the inline functions (LZCHAN_0.2;
  * __lzchan_lost, __lzchan_tx_stats and __lzchan_tx_after since
  * LZCHAN_0.3). */
@@ -795,35 +825,6 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
 	}
 	return __lzchan_slow_commit(ch, len);
-}
-
-/*
- * Nothing is ready at the inline lane's peek: may the inline receive say
- * "empty" without the library?  Only while the library granted it
- * (empty_left: its last look found nothing anywhere and cur is the one
- * lane it polls) and the lane's status is what that look saw (a sender
- * that left, or a cut mapping, whose status reads 0, ends the spell) and
- * the bell is as that look left it (a lane nobody polls got a message).
- * Other news waits at most empty_left polls, as the library's own quick
- * verdicts let it.  Like those, a receiver that has caught up publishes
- * its head, so the sender sees all the room.
- */
-static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_rxlane *rl)
-{
-	if (__lzchan_likely(f->empty_left) &&
-	    /* Relaxed: only compared; the library loads them with acquire. */
-	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
-	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
-		f->empty_left--;
-		if (rl->head != rl->published && rl->peek == rl->head) {
-			/* Pairs with the sender's acquire load of head: our
-			 * reads of the released slots are done. */
-			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
-			rl->published = rl->head;
-		}
-		return 1;
-	}
-	return 0;
 }
 
 /* Lazy head publication (every publish_every slots). */

@@ -633,10 +633,20 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 
 	if (__lzchan_unlikely(len > ch->f.slot_size - sizeof(struct lzchan_slot_hdr) ||
 			      ch->f.reserved ||
-			      !__lz_tx_room_by(ch, next, ch->f.cached_head) ||
 			      (ch->f.cont_any && (__lz_cont_test(ch, next) ||
 						__lz_cont_test(ch, start)))))
 		return false;
+	if (!__lz_tx_room_by(ch, next, ch->f.cached_head)) {
+		/* The room the cached head gave is used up (where the
+		 * inline gate stops on a small ring): the receiver's head
+		 * once more, as __lz_tx_room() looks at it, before the
+		 * general way.  Pairs with the receiver's release store of
+		 * head in __lz_rx_publish(): it has finished reading what
+		 * it released. */
+		ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
+		if (!__lz_tx_room_by(ch, next, ch->f.cached_head))
+			return false;
+	}
 	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
 	state = LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status));
 	if (state != LZCHAN_RX_NONE)
@@ -2413,13 +2423,19 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 		/* The next lane's first message as the inline receive takes
 		 * it (and with its books, like its, left to the next settle):
 		 * with N busy lanes, every 16th message costs the settle and
-		 * the grant, not the general receive as well.  Anything
-		 * else -- nothing ready, something the inline receive would
-		 * not take, a cut -- the general way. */
+		 * the grant, not the general receive as well.  Nothing ready
+		 * there: the inline receive's quick "empty", if the grant
+		 * allows one (a receiver spinning between the messages of a
+		 * ping-pong runs the gate out on an empty poll, once a
+		 * quarter ring on a small one).  Anything else -- something
+		 * the inline receive would not take, a cut, no quick
+		 * verdict -- the general way. */
 		if (ch->f.fast_left) {
 			ret = __lzchan_fast_take(&ch->f, ch->f.cur, buf, cap, lane);
 			if (ret >= 0)
 				return ret;
+			if (ret == __LZCHAN_TAKE_NONE && __lzchan_fast_empty(&ch->f, ch->f.cur))
+				return -EAGAIN;
 			__lz_fast_settle(ch);
 		}
 	}

@@ -606,6 +606,39 @@ TEST(peek_release)
 	pair_close(&p);
 }
 
+/*
+ * A receiver whose gate ran out on an empty poll -- as a ping-pong on a
+ * small lane runs it out once a quarter ring -- goes to the library, which
+ * grants again and may then give the quick "empty" itself.  News still
+ * ends the spell there: a sender that left has its end at once, not
+ * another "empty".  The gate is run out by hand.
+ */
+TEST(run_out_gate_on_an_empty_poll_still_sees_an_end)
+{
+	struct __lzchan_fast *f;
+	struct pair p;
+	char buf[64];
+	int i;
+
+	ASSERT_EQ(0, pair_open(&p, "runout", lz_opts(64, 64, 1)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "a", 1));
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	/* The library's look finds nothing; quick verdicts from here on. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	f = (struct __lzchan_fast *)p.rx;
+	ASSERT_LT(0, f->empty_left);
+	ASSERT_NE(NULL, f->cur);
+	f->fast_left = 0;
+	EXPECT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	EXPECT_LT(0, f->fast_left) TH_LOG("the gate was not granted again");
+	f->fast_left = 0;
+	lzchan_close(p.tx);
+	EXPECT_EQ(-EPIPE, lzchan_recv(p.rx, buf, sizeof(buf), NULL)) TH_LOG("the end waited");
+	lzchan_close(p.rx);
+	lzchan_unlink(p.name);
+}
+
 /* A receive while views of the lane are outstanding takes the message
  * after them and releases them with it, inline as in the library: no
  * message twice, none skipped, and all the room back for the sender. */
