@@ -39,17 +39,17 @@
 static const char *const ipm_paths[] = {
 	"send", "recv", "reserve+commit", "peek+release", "send_batch", "recv_batch",
 	"lazy-send", "lazy-recv", "recv, empty", "lazy-recv, empty", "recv_batch, views",
-	"recv, 8 lanes",
+	"recv, 8 lanes", "ping-pong hop", "lazy ping-pong hop",
 };
 /* The wrapper callgrind collects in, per path. */
 static const char *const ipm_fns[] = {
 	"lzb_ipm_send", "lzb_ipm_recv", "lzb_ipm_reserve_commit", "lzb_ipm_peek_release",
 	"lzb_ipm_send_batch", "lzb_ipm_recv_batch", "lzb_ipm_lazy_send", "lzb_ipm_lazy_recv",
 	"lzb_ipm_recv", "lzb_ipm_lazy_recv", "lzb_ipm_recv_batch_views",
-	"lzb_ipm_recv",
+	"lzb_ipm_recv", "lzb_ipm_hop", "lzb_ipm_lazy_hop",
 };
 /* The targets (instructions per message), 0: none. */
-static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0 };
+static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0, 0, 0 };
 /* The empty rows count one poll of an empty lane each (a receiver spinning
  * for its next message, as in a ping-pong) in place of a message. */
 #define IPM_EMPTY	8
@@ -62,6 +62,14 @@ static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0 };
  * included). */
 #define IPM_MANY	11
 #define IPM_LANES	8
+/* One hop of a ping-pong as one side sees it, counted per hop: a send, a
+ * receive and two polls of an empty lane (the wait for the reply), on a
+ * lane of IPM_HOP_SLOTS slots -- the ping-pong's (lzchan-bench lat), where
+ * the receiver's head falls due for publication every 16 messages -- and
+ * the same calls on the lazy ring. */
+#define IPM_HOP		12
+#define IPM_LAZY_HOP	13
+#define IPM_HOP_SLOTS	64
 #define IPM_NPATHS	((int)(sizeof(ipm_paths) / sizeof(ipm_paths[0])))
 
 /* ---------- the lazy ring, as the article describes it ---------- */
@@ -82,8 +90,8 @@ struct ipm_lazy_slot {
 	char data[56];
 };
 
-__attribute__((noinline, used)) int lzb_ipm_lazy_send(struct ipm_lazy *r, const void *buf,
-						       size_t len)
+static inline __attribute__((always_inline)) int ipm_lazy_send(struct ipm_lazy *r,
+							      const void *buf, size_t len)
 {
 	struct ipm_lazy_slot *s = (void *)r->slots[r->wp & (IPM_SLOTS - 1)];
 
@@ -102,7 +110,8 @@ __attribute__((noinline, used)) int lzb_ipm_lazy_send(struct ipm_lazy *r, const 
 	return 0;
 }
 
-__attribute__((noinline, used)) int lzb_ipm_lazy_recv(struct ipm_lazy *r, void *buf, size_t cap)
+static inline __attribute__((always_inline)) int ipm_lazy_recv(struct ipm_lazy *r, void *buf,
+							      size_t cap)
 {
 	const struct ipm_lazy_slot *s = (const void *)r->slots[r->crp & (IPM_SLOTS - 1)];
 	uint32_t len;
@@ -118,6 +127,17 @@ __attribute__((noinline, used)) int lzb_ipm_lazy_recv(struct ipm_lazy *r, void *
 	if (!(++r->crp & (IPM_SLOTS / 2 - 1)))
 		__atomic_store_n(&r->rp, r->crp, __ATOMIC_RELEASE);
 	return (int)len;
+}
+
+__attribute__((noinline, used)) int lzb_ipm_lazy_send(struct ipm_lazy *r, const void *buf,
+						       size_t len)
+{
+	return ipm_lazy_send(r, buf, len);
+}
+
+__attribute__((noinline, used)) int lzb_ipm_lazy_recv(struct ipm_lazy *r, void *buf, size_t cap)
+{
+	return ipm_lazy_recv(r, buf, cap);
 }
 
 /* ---------- libchan, through the public header's fast paths ---------- */
@@ -189,6 +209,24 @@ __attribute__((noinline, used)) int lzb_ipm_recv_batch_views(struct lzchan *rx,
 	return r;
 }
 
+__attribute__((noinline, used)) int lzb_ipm_hop(struct lzchan *tx, struct lzchan *rx,
+						 const void *buf, void *out, size_t len)
+{
+	if (lzchan_send(tx, buf, len) || lzchan_recv(rx, out, 64, NULL) != (int)len ||
+	    lzchan_recv(rx, out, 64, NULL) != -EAGAIN || lzchan_recv(rx, out, 64, NULL) != -EAGAIN)
+		return -1;
+	return 0;
+}
+
+__attribute__((noinline, used)) int lzb_ipm_lazy_hop(struct ipm_lazy *r, const void *buf,
+						      void *out, size_t len)
+{
+	if (ipm_lazy_send(r, buf, len) || ipm_lazy_recv(r, out, 64) != (int)len ||
+	    ipm_lazy_recv(r, out, 64) != -EAGAIN || ipm_lazy_recv(r, out, 64) != -EAGAIN)
+		return -1;
+	return 0;
+}
+
 /* Plain (not collected) counterparts that keep the other side going. */
 static void ipm_fill(struct lzchan *tx, const char *buf, size_t len, int n)
 {
@@ -217,14 +255,15 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 	memset(msg, 'm', sizeof(msg));
 	for (k = 0; k < IPM_BATCH; k++)
 		v[k] = (struct iovec){ .iov_base = msg, .iov_len = len };
-	if (path == 6 || path == 7 || path == IPM_LAZY_EMPTY) {
+	if (path == 6 || path == 7 || path == IPM_LAZY_EMPTY || path == IPM_LAZY_HOP) {
 		lazy = aligned_alloc(64, sizeof(*lazy));
 		if (!lazy)
 			lzb_die("out of memory");
 		memset(lazy, 0, sizeof(*lazy));
 	} else {
 		lzb_chan_name(name, sizeof(name), "ipm");
-		rx = lzb_chan_rx(name, 64, IPM_SLOTS, path == IPM_MANY ? IPM_LANES : 1);
+		rx = lzb_chan_rx(name, 64, path == IPM_HOP ? IPM_HOP_SLOTS : IPM_SLOTS,
+				 path == IPM_MANY ? IPM_LANES : 1);
 		tx = lzb_chan_tx(name);
 		/* One message through first: a lane is polled once it has
 		 * carried something (before that, its bell wakes it). */
@@ -314,6 +353,16 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 			for (k = 0; k < IPM_ROUND; k++)
 				if (lzb_ipm_lazy_recv(lazy, out[0], sizeof(out[0])) != -EAGAIN)
 					lzb_die("ipm: lazy recv on an empty ring did not say -EAGAIN");
+			break;
+		case IPM_HOP:
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_hop(tx, rx, msg, out[0], len))
+					lzb_die("ipm: a ping-pong hop failed");
+			break;
+		case IPM_LAZY_HOP:
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_lazy_hop(lazy, msg, out[0], len))
+					lzb_die("ipm: a lazy ping-pong hop failed");
 			break;
 		}
 	}
@@ -493,6 +542,8 @@ int lzb_cmd_ipm(int argc, char **argv)
 				lzb_cell_num(t, v[p] / (p == 1 || p == 3 || p == 5 ? v[7] : v[6]));
 			else if (p == IPM_EMPTY && v[p] > 0 && v[IPM_LAZY_EMPTY] > 0)
 				lzb_cell_num(t, v[p] / v[IPM_LAZY_EMPTY]);
+			else if (p == IPM_HOP && v[p] > 0 && v[IPM_LAZY_HOP] > 0)
+				lzb_cell_num(t, v[p] / v[IPM_LAZY_HOP]);
 			else
 				lzb_cell_na(t);
 		}
@@ -510,6 +561,9 @@ int lzb_cmd_ipm(int argc, char **argv)
 	lzb_table_note(t, "'recv, %d lanes': %d senders, %d messages on each per round, "
 		       "received from any lane (turns between busy lanes included)",
 		       IPM_LANES, IPM_LANES, IPM_ROUND / IPM_LANES);
+	lzb_table_note(t, "hop rows: per hop of a ping-pong as one side sees it -- a send, a "
+		       "receive, two polls of the empty lane -- on a lane of %d slots (the "
+		       "ping-pong's); the lazy ring's on its own", IPM_HOP_SLOTS);
 	lzb_emit(t);
 	return 0;
 }
