@@ -642,7 +642,10 @@ static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
 		 * once more, as __lz_tx_room() looks at it, before the
 		 * general way.  Pairs with the receiver's release store of
 		 * head in __lz_rx_publish(): it has finished reading what
-		 * it released. */
+		 * it released.  The gate is recomputed with it by the next
+		 * library call (at its entry, or in __lz_fast_publish() here):
+		 * room it then shows behind a receiver that has gone is kept
+		 * from the inline send by attn, left unseen while GONE. */
 		ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
 		if (!__lz_tx_room_by(ch, next, ch->f.cached_head))
 			return false;
@@ -2434,7 +2437,11 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 			ret = __lzchan_fast_take(&ch->f, ch->f.cur, buf, cap, lane);
 			if (ret >= 0)
 				return ret;
-			if (ret == __LZCHAN_TAKE_NONE && __lzchan_fast_empty(&ch->f, ch->f.cur))
+			/* Not on a handle whose mapping was cut, even during
+			 * the take: it says so on every call, as in
+			 * __lz_rx_quiet(). */
+			if (ret == __LZCHAN_TAKE_NONE && !__lzchan_cut(&ch->f) &&
+			    __lzchan_fast_empty(&ch->f, ch->f.cur))
 				return -EAGAIN;
 			__lz_fast_settle(ch);
 		}

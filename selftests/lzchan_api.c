@@ -639,6 +639,42 @@ TEST(run_out_gate_on_an_empty_poll_still_sees_an_end)
 	lzchan_unlink(p.name);
 }
 
+/*
+ * ... and the quick verdicts given there count into the spell like any
+ * other: a receiver that polls only with its gate run out still looks in
+ * full within QUIET_POLLS (256) polls, and so hears of a sender that
+ * attached and left without sending (its lane is not polled; only the
+ * full look's count of departures tells).  Bounded at 4096 polls, a hang
+ * bound: uncounted, the spell never ends.
+ */
+TEST(run_out_polls_still_end_the_spell)
+{
+	struct lzchan *tx2;
+	struct __lzchan_fast *f;
+	struct pair p;
+	uint32_t lane = 99;
+	char buf[64];
+	int i, r = 0;
+
+	ASSERT_EQ(0, pair_open(&p, "runspell", lz_opts(64, 64, 2)));
+	ASSERT_EQ(0, lzchan_send(p.tx, "a", 1));
+	ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_open(&tx2, p.name, LZCHAN_SENDER, NULL));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(-EAGAIN, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
+	lzchan_close(tx2);
+	f = (struct __lzchan_fast *)p.rx;
+	for (i = 0; i < 4096; i++) {
+		f->fast_left = 0;
+		r = lzchan_recv(p.rx, buf, sizeof(buf), &lane);
+		if (r != -EAGAIN)
+			break;
+	}
+	EXPECT_EQ(-EPIPE, r) TH_LOG("after %d polls", i);
+	EXPECT_EQ(1, lane);
+	pair_close(&p);
+}
+
 /* A receive while views of the lane are outstanding takes the message
  * after them and releases them with it, inline as in the library: no
  * message twice, none skipped, and all the room back for the sender. */
