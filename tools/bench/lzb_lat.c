@@ -199,8 +199,10 @@ struct lat_lazy_run {
 	int err;
 };
 
-static void lat_lazy_send(struct lat_lazy_ring *r, uint32_t *wp, uint32_t *cached_rp,
-			  const void *buf, uint32_t len)
+/* Both spin loops give up once the other side has (@err): a failed side
+ * stops sending and receiving, and would leave this one spinning. */
+static int lat_lazy_send(struct lat_lazy_ring *r, uint32_t *wp, uint32_t *cached_rp,
+			 const void *buf, uint32_t len, const int *err)
 {
 	struct lat_lazy_slot *s = &r->slots[*wp & (LAT_LAZY_SLOTS - 1)];
 	unsigned int spins = 0;
@@ -208,24 +210,34 @@ static void lat_lazy_send(struct lat_lazy_ring *r, uint32_t *wp, uint32_t *cache
 	while (*wp - *cached_rp >= LAT_LAZY_SLOTS) {
 		/* Pairs with the consumer's release store of rp. */
 		*cached_rp = __atomic_load_n(&r->rp, __ATOMIC_ACQUIRE);
-		if (*wp - *cached_rp >= LAT_LAZY_SLOTS)
-			lzb_spin(&spins);
+		if (*wp - *cached_rp < LAT_LAZY_SLOTS)
+			break;
+		/* Relaxed: a flag only, nothing is read after it. */
+		if (__atomic_load_n(err, __ATOMIC_RELAXED))
+			return -ECANCELED;
+		lzb_spin(&spins);
 	}
 	__lzchan_copy(s->data, buf, len);
 	s->len = len;
 	/* Pairs with the consumer's acquire load of seq. */
 	__atomic_store_n(&s->seq, ++*wp, __ATOMIC_RELEASE);
+	return 0;
 }
 
-static int lat_lazy_recv(struct lat_lazy_ring *r, uint32_t *crp, void *buf, uint32_t cap)
+static int lat_lazy_recv(struct lat_lazy_ring *r, uint32_t *crp, void *buf, uint32_t cap,
+			 const int *err)
 {
 	const struct lat_lazy_slot *s = &r->slots[*crp & (LAT_LAZY_SLOTS - 1)];
 	unsigned int spins = 0;
 	uint32_t len;
 
 	/* Pairs with the producer's release store of seq. */
-	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != *crp + 1)
+	while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != *crp + 1) {
+		/* Relaxed: a flag only, as in lat_lazy_send(). */
+		if (__atomic_load_n(err, __ATOMIC_RELAXED))
+			return -ECANCELED;
 		lzb_spin(&spins);
+	}
 	len = s->len;
 	if (len > cap || len > sizeof(s->data))
 		return -EMSGSIZE;
@@ -253,15 +265,17 @@ static int lat_lazy_worker(int i, void *arg)
 			t0 = lzb_rdtsc();
 		buf[0] = (uint32_t)n;
 		if (i == 0) {
-			lat_lazy_send(out, &wp, &cached_rp, buf, run->size);
-			r = lat_lazy_recv(in, &crp, buf, sizeof(buf));
+			r = lat_lazy_send(out, &wp, &cached_rp, buf, run->size, &run->err);
+			if (!r)
+				r = lat_lazy_recv(in, &crp, buf, sizeof(buf), &run->err);
 		} else {
-			r = lat_lazy_recv(in, &crp, buf, sizeof(buf));
-			if (r >= 0)
-				lat_lazy_send(out, &wp, &cached_rp, buf, run->size);
+			r = lat_lazy_recv(in, &crp, buf, sizeof(buf), &run->err);
+			if (r >= 0 && lat_lazy_send(out, &wp, &cached_rp, buf, run->size, &run->err))
+				r = -ECANCELED;
 		}
 		if (r != (int)run->size || buf[0] != (uint32_t)n) {
-			run->err = 1;
+			/* Relaxed: read by the other side's spin loops only. */
+			__atomic_store_n(&run->err, 1, __ATOMIC_RELAXED);
 			break;
 		}
 	}
