@@ -1,23 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * A hostile peer for lzchan-bridged (lzchan_bridge.sh): connects to a
- * bridge again and again and sends it garbage -- random bytes for a
- * header, valid headers with lying lengths, types and streams, a
- * handshake out of order or with a wrong proof, and, after a real
- * handshake (it holds the key), stream messages out of turn: data before
- * OPEN, data past credit, sequence numbers that skip, OPENs of bad names.
- * It never sends a message the bridge should deliver (every DATA's
- * sequence number or stream is wrong), so the channels behind the bridge
- * must hold only what honest senders sent.  Exit 0 once done: the test
- * then checks that the bridge is alive and still carries messages.
+ * A hostile peer for lzchan-bridged (lzchan_bridge.sh).  Modes:
  *
- * usage: lzchan_bridge_fuzz ADDR:PORT KEYFILE NAME ROUNDS
+ *   fuzz ADDR NAME KEY PEERPUB PEERNAME ROUNDS
+ *	connects again and again and sends garbage: random bytes, valid
+ *	headers with lying lengths, types and streams, a handshake out of
+ *	order or with a forged tag, and, after a real handshake as NAME
+ *	(KEY: its private key file), stream messages out of turn.  It never
+ *	sends a message the bridge should deliver.
+ *   forge ADDR CHANNEL
+ *	holds no key: connects and sends OPEN and DATA for CHANNEL as if
+ *	they came over other connections, rewriting the reply endpoint id
+ *	UCX puts after each message (ids 1, 3, ... up to its own connection's
+ *	and 64 beyond; the even ones make
+ *	UCX 1.13 dereference the id as a pointer, lzchan-bridged(8)).
+ *   flood ADDR N SECONDS
+ *	opens N connections that never say HELLO and holds them SECONDS.
+ *   hello ADDR NAME KEY PEERPUB PEERNAME K
+ *	K connections through the handshake as NAME, kept open; prints
+ *	"welcomed W alive A" (A: not closed by the bridge a second after
+ *	the last); exit 0 if W > 0.
+ *   replay ADDR NAME KEY PEERPUB PEERNAME CHANNEL
+ *	through the handshake, one stream into CHANNEL: "one", then that
+ *	frame again (a replay), "two" sealed one frame ahead (sent before
+ *	the frame due: reordered), "two-b" as due, "three" cut short by a
+ *	byte, "three" whole, END.  The channel must get one, two-b, three.
+ *
+ * ADDR is ADDR:PORT.  Exit 0 once done, unless said otherwise above.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 #include <ucp/api/ucp.h>
@@ -26,8 +46,96 @@
 
 static ucp_worker_h worker;
 static struct lzbr_challenge challenge;
-static bool got_challenge, got_welcome;
+static bool got_challenge, got_welcome, got_error;
 static unsigned int replies;
+
+/* ---- rewriting the reply endpoint id (forge) ----
+ * UCX's TCP transport sends with send() and sendmsg(); the executable's
+ * definitions (exported: -rdynamic) come first.  The 8 bytes after a
+ * message ending in the marker are UCX's footer, the reply endpoint id. */
+static const char forge_marker[16] = "lzb-forge-marker";
+/* An OPEN's last 16 bytes, which must be valid: uid, pid, max_msg, pad. */
+static const uint32_t forge_open_tail[4] = { 0x217a6c4c, 0x6567726f, 4096, 0 };
+static uint64_t forge_id;		/* 0: leave frames alone */
+static unsigned int forge_patched, forge_found_id;
+static uint64_t forge_true_id;
+
+static void forge_patch(uint8_t *buf, size_t len)
+{
+	size_t i;
+
+	if (!forge_id || len < sizeof(forge_marker) + 8)
+		return;
+	for (i = 0; i + sizeof(forge_marker) + sizeof(struct lzbr_hdr) + 8 <= len; i++)
+		if (!memcmp(buf + i, forge_marker, sizeof(forge_marker)) ||
+		    !memcmp(buf + i, forge_open_tail, sizeof(forge_open_tail))) {
+			/* UCX 1.13 sends the data, the user header, then
+			 * the footer. */
+			uint8_t *ftr = buf + i + sizeof(forge_marker) + sizeof(struct lzbr_hdr);
+
+			if (getenv("FZ_DUMP")) {
+				size_t k, from = i > 64 ? i - 64 : 0;
+
+				fprintf(stderr, "len %zu at %zu:", len, i);
+				for (k = from; k < len && k < i + 48; k++)
+					fprintf(stderr, "%s%02x", k == i ? " |" : " ", buf[k]);
+				fprintf(stderr, "\n");
+			}
+
+			memcpy(&forge_true_id, ftr, 8);
+			forge_found_id += forge_true_id < 4096;
+			memcpy(ftr, &forge_id, 8);
+			forge_patched++;
+		}
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	uint8_t *copy;
+	ssize_t r;
+
+	if (!forge_id)
+		return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+	memcpy(copy, buf, len);
+	forge_patch(copy, len);
+	r = syscall(SYS_sendto, fd, copy, len, flags, NULL, 0);
+	free(copy);
+	return r;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct msghdr m = *msg;
+	struct iovec one;
+	size_t total = 0, off = 0, i;
+	uint8_t *flat;
+	ssize_t r;
+
+	if (!forge_id)
+		return syscall(SYS_sendmsg, fd, msg, flags);
+	for (i = 0; i < msg->msg_iovlen; i++)
+		total += msg->msg_iov[i].iov_len;
+	flat = malloc(total ? total : 1);
+	if (!flat)
+		return syscall(SYS_sendmsg, fd, msg, flags);
+	for (i = 0; i < msg->msg_iovlen; i++) {
+		memcpy(flat + off, msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
+		off += msg->msg_iov[i].iov_len;
+	}
+	forge_patch(flat, total);
+	one.iov_base = flat;
+	one.iov_len = total;
+	m.msg_iov = &one;
+	m.msg_iovlen = 1;
+	r = syscall(SYS_sendmsg, fd, &m, flags);
+	free(flat);
+	return r;
+}
+
+/* ---- UCX ---- */
 
 static ucs_status_t fz_recv(void *arg, const void *header, size_t header_length, void *data,
 			    size_t length, const ucp_am_recv_param_t *param)
@@ -35,7 +143,6 @@ static ucs_status_t fz_recv(void *arg, const void *header, size_t header_length,
 	struct lzbr_hdr h;
 
 	(void)arg;
-	(void)param;
 	replies++;
 	if (header_length != sizeof(h))
 		return UCS_OK;
@@ -47,14 +154,20 @@ static ucs_status_t fz_recv(void *arg, const void *header, size_t header_length,
 	}
 	if (h.type == LZBR_WELCOME)
 		got_welcome = true;
+	if (h.type == LZBR_ERROR)
+		got_error = true;
 	return UCS_OK;
 }
 
+static unsigned int ep_errors;
+
 static void fz_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-	(void)arg;
 	(void)ep;
 	(void)status;
+	if (arg)
+		*(bool *)arg = true;
+	ep_errors++;
 }
 
 static void fz_progress_ms(int ms)
@@ -85,37 +198,65 @@ static void fz_send_raw(ucp_ep_h ep, const void *hdr, size_t hlen, const void *d
 	fz_wait(ucp_am_send_nbx(ep, LZBR_AM_ID, hdr, hlen, data, len, &p));
 }
 
+/* FZ_VERSION=1 speaks to a version 1 bridge (forge: to show what it let in). */
+static uint8_t fz_version = LZBR_VERSION;
+
+static struct lzbr_hdr fz_hdr(uint8_t type, uint32_t stream, uint64_t seq, uint64_t arg,
+			      uint32_t len)
+{
+	return (struct lzbr_hdr){
+		.magic = LZBR_MAGIC, .version = fz_version, .type = type,
+		.stream = stream, .seq = seq, .arg = arg, .len = len,
+	};
+}
+
 static void fz_send(ucp_ep_h ep, uint8_t type, uint32_t stream, uint64_t seq, uint64_t arg,
 		    const void *data, uint32_t len)
 {
-	struct lzbr_hdr h = {
-		.magic = LZBR_MAGIC, .version = LZBR_VERSION, .type = type,
-		.stream = stream, .seq = seq, .arg = arg, .len = len,
-	};
+	struct lzbr_hdr h = fz_hdr(type, stream, seq, arg, len);
 
 	fz_send_raw(ep, &h, sizeof(h), data, len);
 }
 
-/* A real handshake as @name with @key: true once WELCOMEd. */
-static bool fz_handshake(ucp_ep_h ep, const uint8_t *key, const char *name)
+/* A frame sealed as the session's next (or as @s says). */
+static void fz_sealed(ucp_ep_h ep, struct lzbr_session *s, uint8_t type, uint32_t stream,
+		      uint64_t seq, uint64_t arg, const void *data, uint32_t len)
+{
+	struct lzbr_hdr h = fz_hdr(type, stream, seq, arg, len);
+	uint8_t *buf = malloc(len + LZBR_TAG_SIZE);
+
+	if (!buf)
+		return;
+	lzbr_seal(s, &h, data, len, buf);
+	fz_send_raw(ep, &h, sizeof(h), buf, len + LZBR_TAG_SIZE);
+	free(buf);
+}
+
+struct identity {
+	char name[LZBR_NAME_SIZE], peer[LZBR_NAME_SIZE];
+	uint8_t sk[LZBR_KEY_SIZE], pk[LZBR_KEY_SIZE], peer_pk[LZBR_KEY_SIZE];
+};
+
+/* A real handshake: true once WELCOMEd, with the session in @s. */
+static bool fz_handshake(ucp_ep_h ep, const struct identity *id, struct lzbr_session *s)
 {
 	struct lzbr_hello hi;
 	struct lzbr_auth au;
+	struct lzbr_hs hs;
 	int k;
 
-	memset(&hi, 0, sizeof(hi));
-	randombytes_buf(hi.nonce, sizeof(hi.nonce));
-	snprintf(hi.name, sizeof(hi.name), "%s", name);
-	got_challenge = got_welcome = false;
-	fz_send(ep, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
-	for (k = 0; k < 200 && !got_challenge; k++)
-		fz_progress_ms(10);
-	if (!got_challenge)
+	got_challenge = got_welcome = got_error = false;
+	if (lzbr_hs_hello(&hs, &hi, id->sk, id->pk, id->peer_pk, id->name, id->peer))
 		return false;
-	lzbr_wire_mac(au.mac, key, 'I', hi.nonce, challenge.nonce, hi.name, challenge.name);
-	fz_send(ep, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
-	for (k = 0; k < 200 && !got_welcome; k++)
+	fz_send(ep, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
+	for (k = 0; k < 200 && !got_challenge && !got_error; k++)
 		fz_progress_ms(10);
+	if (!got_challenge || lzbr_hs_finish(&hs, &au, s, &challenge, id->sk))
+		return false;
+	fz_send(ep, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
+	for (k = 0; k < 200 && !got_welcome && !got_error; k++)
+		fz_progress_ms(10);
+	s->rx_n++;			/* WELCOME was the acceptor's first */
 	return got_welcome;
 }
 
@@ -125,8 +266,9 @@ static uint32_t rnd(uint32_t n)
 }
 
 /* One round's garbage on a fresh endpoint. */
-static void fz_round(ucp_ep_h ep, const uint8_t *key, const char *name, unsigned int round)
+static void fz_round(ucp_ep_h ep, const struct identity *id, unsigned int round)
 {
+	struct lzbr_session s;
 	uint8_t buf[512];
 	struct lzbr_hdr h;
 	struct lzbr_open o;
@@ -151,49 +293,241 @@ static void fz_round(ucp_ep_h ep, const uint8_t *key, const char *name, unsigned
 			fz_send_raw(ep, &h, sizeof(h), buf, rnd(200));
 		}
 		break;
-	case 2:		/* the handshake out of order, or a wrong proof */
+	case 2:		/* the handshake out of order, or a forged tag */
 		fz_send(ep, rnd(2) ? LZBR_AUTH : LZBR_WELCOME, 0, 0, 0, buf,
 			rnd(2) ? sizeof(struct lzbr_auth) : 0);
 		{
 			struct lzbr_hello hi;
 
-			memset(&hi, 0, sizeof(hi));
+			memcpy(&hi, buf, sizeof(hi));
+			memset(hi.name, 0, sizeof(hi.name));
 			memcpy(hi.name, buf, rnd(2) ? sizeof(hi.name) : 8);	/* maybe no NUL */
 			if (rnd(2))
-				snprintf(hi.name, sizeof(hi.name), "%s", name);
+				snprintf(hi.name, sizeof(hi.name), "%s", id->name);
 			fz_send(ep, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
 			fz_progress_ms(20);
 			fz_send(ep, LZBR_AUTH, 0, 0, 0, buf, sizeof(struct lzbr_auth));
 		}
 		break;
 	default:	/* authenticated, then stream messages out of turn */
-		if (!fz_handshake(ep, key, name))
+		if (!fz_handshake(ep, id, &s))
 			break;
 		memset(&o, 0, sizeof(o));
 		snprintf(o.channel, sizeof(o.channel), "%s", rnd(3) ? "orders" : "no/such");
 		if (!rnd(4))
 			memcpy(o.channel, buf, sizeof(o.channel));	/* no NUL */
 		o.pad = rnd(5) ? 0 : 1;
-		fz_send(ep, LZBR_DATA, 7, 2, 0, buf, 10);	/* no OPEN (2: never one to deliver) */
-		fz_send(ep, LZBR_OPEN, 7, 0, 0, &o, sizeof(o));
+		fz_sealed(ep, &s, LZBR_DATA, 7, 2, 0, buf, 10);	/* no OPEN (2: never one to deliver) */
+		fz_sealed(ep, &s, LZBR_OPEN, 7, 0, 0, &o, sizeof(o));
 		fz_progress_ms(20);
 		switch (round % 3) {
 		case 0:		/* sequence numbers that skip, or start at 0 */
-			fz_send(ep, LZBR_DATA, 7, rnd(2) ? 0 : 2 + rnd(5), 0, buf, 16);
+			fz_sealed(ep, &s, LZBR_DATA, 7, rnd(2) ? 0 : 2 + rnd(5), 0, buf, 16);
 			break;
 		case 1:		/* past any credit */
-			fz_send(ep, LZBR_DATA, 7, 0, 0, buf, sizeof(buf));
+			fz_sealed(ep, &s, LZBR_DATA, 7, 0, 0, buf, sizeof(buf));
 			for (k = 0; k < 4; k++)
-				fz_send(ep, LZBR_CREDIT, 7, 0, (uint64_t)-1, NULL, 0);
-			fz_send(ep, LZBR_OPEN, 7, 0, 0, &o, sizeof(o));	/* twice */
+				fz_sealed(ep, &s, LZBR_CREDIT, 7, 0, (uint64_t)-1, NULL, 0);
+			fz_sealed(ep, &s, LZBR_OPEN, 7, 0, 0, &o, sizeof(o));	/* twice */
 			break;
 		default:	/* an END that claims more than was sent */
-			fz_send(ep, LZBR_END, 7, 5, LZBR_CAUSE_CLOSED, NULL, 0);
-			fz_send(ep, LZBR_DATA, 7, 0, 0, buf, 1);
+			fz_sealed(ep, &s, LZBR_END, 7, 5, LZBR_CAUSE_CLOSED, NULL, 0);
+			fz_sealed(ep, &s, LZBR_DATA, 7, 0, 0, buf, 1);
 			break;
 		}
 	}
 	fz_progress_ms(20);
+}
+
+static struct sockaddr_storage ss;
+static socklen_t sl;
+
+static ucp_ep_h fz_connect(bool *failed)
+{
+	ucp_ep_params_t ep = {
+		.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+			      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
+		.sockaddr = { .addr = (const struct sockaddr *)&ss, .addrlen = sl },
+		.err_handler = { .cb = fz_err, .arg = failed },
+	};
+	ucp_ep_h e;
+
+	if (ucp_ep_create(worker, &ep, &e) != UCS_OK)
+		return NULL;
+	/* UCX 1.13's active messages can pass each other on a fresh
+	 * endpoint: flush before the first. */
+	fz_wait(ucp_ep_flush_nbx(e, &(ucp_request_param_t){ .op_attr_mask = 0 }));
+	return e;
+}
+
+static void fz_close(ucp_ep_h e)
+{
+	ucp_request_param_t cp = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+				   .flags = UCP_EP_CLOSE_FLAG_FORCE };
+
+	fz_wait(ucp_ep_close_nbx(e, &cp));
+}
+
+static int identity_load(struct identity *id, const char *name, const char *keyfile,
+			 const char *peer_pub, const char *peer)
+{
+	char why[256];
+
+	memset(id, 0, sizeof(*id));
+	snprintf(id->name, sizeof(id->name), "%s", name);
+	snprintf(id->peer, sizeof(id->peer), "%s", peer);
+	if (lzbr_conf_read_key(keyfile, id->sk, why, sizeof(why)) ||
+	    lzbr_key_public(id->pk, id->sk)) {
+		fprintf(stderr, "%s\n", why);
+		return -1;
+	}
+	if (lzbr_key_parse(peer_pub, id->peer_pk)) {
+		fprintf(stderr, "%s: not a public key\n", peer_pub);
+		return -1;
+	}
+	return 0;
+}
+
+static int mode_fuzz(const struct identity *id, unsigned int rounds)
+{
+	unsigned int r, connected = 0;
+
+	for (r = 0; r < rounds; r++) {
+		ucp_ep_h e = fz_connect(NULL);
+
+		if (!e)
+			continue;
+		connected++;
+		fz_round(e, id, r);
+		fz_close(e);
+	}
+	printf("%u rounds, %u connections, %u replies\n", rounds, connected, replies);
+	return connected ? 0 : 1;
+}
+
+static int mode_forge(const char *channel)
+{
+	struct lzbr_open o;
+	char msg[64];
+	ucp_ep_h e = fz_connect(NULL);
+	uint64_t id;
+
+	if (!e)
+		return 1;
+	fz_progress_ms(100);
+	/* Ids are handed out in order, odd: every one up to this
+	 * connection's own (learnt from the first frame) and some beyond. */
+	for (id = 1; id < 64 || (id < forge_true_id + 64 && id < 65536); id += 2) {
+		memset(&o, 0, sizeof(o));
+		snprintf(o.channel, sizeof(o.channel), "%s", channel);
+		/* Its last 16 bytes are the marker, and valid. */
+		memcpy(&o.uid, forge_open_tail, sizeof(forge_open_tail));
+		forge_id = id;
+		fz_send(e, LZBR_OPEN, 0x7f000000 + (uint32_t)id, 0, 0, &o, sizeof(o));
+		snprintf(msg, sizeof(msg), "forged %-10llu", (unsigned long long)id);
+		memcpy(msg + 32, forge_marker, sizeof(forge_marker));
+		fz_send(e, LZBR_DATA, 0x7f000000 + (uint32_t)id, 1, 0, msg, 32 + sizeof(forge_marker));
+		forge_id = 0;
+		fz_progress_ms(5);
+	}
+	fz_progress_ms(200);
+	printf("forged %u frames, %u with a reply endpoint id found after the marker "
+	       "(the last one true: %llu)\n", forge_patched, forge_found_id,
+	       (unsigned long long)forge_true_id);
+	fz_close(e);
+	/* Not one frame rewritten: the footer was not where it was looked for. */
+	return forge_found_id ? 0 : 1;
+}
+
+static int mode_flood(unsigned int n, unsigned int seconds)
+{
+	ucp_ep_h *eps = calloc(n, sizeof(*eps));
+	unsigned int i, made = 0;
+
+	if (!eps)
+		return 1;
+	for (i = 0; i < n; i++)
+		if ((eps[i] = fz_connect(NULL)))
+			made++;
+	fz_progress_ms((int)seconds * 1000);
+	for (i = 0; i < n; i++)
+		if (eps[i])
+			fz_close(eps[i]);
+	printf("%u connections held\n", made);
+	free(eps);
+	return 0;
+}
+
+static int mode_hello(const struct identity *id, unsigned int k)
+{
+	bool *failed = calloc(k, sizeof(bool));
+	ucp_ep_h *eps = calloc(k, sizeof(*eps));
+	struct lzbr_session s;
+	unsigned int i, welcomed = 0, alive = 0;
+
+	if (!failed || !eps)
+		return 1;
+	for (i = 0; i < k; i++) {
+		eps[i] = fz_connect(&failed[i]);
+		if (eps[i] && fz_handshake(eps[i], id, &s))
+			welcomed++;
+	}
+	fz_progress_ms(1000);
+	for (i = 0; i < k; i++) {
+		alive += eps[i] && !failed[i];
+		if (eps[i])
+			fz_close(eps[i]);
+	}
+	printf("welcomed %u alive %u\n", welcomed, alive);
+	free(eps);
+	free(failed);
+	return welcomed ? 0 : 1;
+}
+
+static int mode_replay(const struct identity *id, const char *channel)
+{
+	struct lzbr_session s, ahead;
+	struct lzbr_open o;
+	struct lzbr_hdr h;
+	uint8_t frame[64];
+	ucp_ep_h e = fz_connect(NULL);
+
+	if (!e || !fz_handshake(e, id, &s)) {
+		fprintf(stderr, "replay: no handshake\n");
+		return 1;
+	}
+	memset(&o, 0, sizeof(o));
+	snprintf(o.channel, sizeof(o.channel), "%s", channel);
+	o.uid = (uint32_t)getuid();
+	o.pid = (int32_t)getpid();
+	o.max_msg = 4096;
+	fz_sealed(e, &s, LZBR_OPEN, 1, 0, 0, &o, sizeof(o));
+	fz_progress_ms(300);
+	/* "one", and the very same frame again. */
+	h = fz_hdr(LZBR_DATA, 1, 1, 0, 3);
+	lzbr_seal(&s, &h, "one", 3, frame);
+	fz_send_raw(e, &h, sizeof(h), frame, 3 + LZBR_TAG_SIZE);
+	fz_send_raw(e, &h, sizeof(h), frame, 3 + LZBR_TAG_SIZE);
+	/* "two" sealed a frame ahead, sent before the one due. */
+	ahead = s;
+	ahead.tx_n++;
+	fz_sealed(e, &ahead, LZBR_DATA, 1, 2, 0, "two", 3);
+	fz_sealed(e, &s, LZBR_DATA, 1, 2, 0, "two-b", 5);
+	/* "three" cut by a byte (header and all), then whole. */
+	ahead = s;
+	h = fz_hdr(LZBR_DATA, 1, 3, 0, 5);
+	lzbr_seal(&ahead, &h, "three", 5, frame);
+	h.len = 4;
+	fz_send_raw(e, &h, sizeof(h), frame, 4 + LZBR_TAG_SIZE);
+	h.len = 5;
+	fz_send_raw(e, &h, sizeof(h), frame, 4 + LZBR_TAG_SIZE);
+	fz_sealed(e, &s, LZBR_DATA, 1, 3, 0, "three", 5);
+	fz_sealed(e, &s, LZBR_END, 1, 3, LZBR_CAUSE_CLOSED, NULL, 0);
+	fz_progress_ms(500);
+	fz_close(e);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -205,23 +539,27 @@ int main(int argc, char **argv)
 		.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB,
 		.id = LZBR_AM_ID, .cb = fz_recv,
 	};
-	struct sockaddr_storage ss;
-	uint8_t key[LZBR_KEY_SIZE];
-	unsigned int rounds, r, connected = 0;
+	struct identity id;
 	ucp_config_t *cfg;
 	ucp_context_h ctx;
-	socklen_t sl;
-	char why[256];
+	const char *mode = argc > 2 ? argv[1] : "";
+	int ret;
 
-	if (argc != 5 || lzbr_parse_addr(argv[1], &ss, &sl) || sodium_init() < 0) {
-		fprintf(stderr, "usage: %s ADDR:PORT KEYFILE NAME ROUNDS\n", argv[0]);
+	if (argc < 3 || lzbr_parse_addr(argv[2], &ss, &sl) || sodium_init() < 0) {
+		fprintf(stderr, "usage: %s fuzz|forge|flood|hello|replay ADDR:PORT ...\n", argv[0]);
 		return 2;
 	}
-	if (lzbr_conf_read_key(argv[2], key, why, sizeof(why))) {
-		fprintf(stderr, "%s\n", why);
+	if (!strcmp(mode, "fuzz") || !strcmp(mode, "hello") || !strcmp(mode, "replay")) {
+		if (argc != 8 || identity_load(&id, argv[3], argv[4], argv[5], argv[6]))
+			return 2;
+	} else if (!((!strcmp(mode, "forge") && argc == 4) || (!strcmp(mode, "flood") && argc == 5))) {
+		fprintf(stderr, "%s: bad mode or arguments\n", argv[0]);
 		return 2;
 	}
-	rounds = (unsigned int)strtoul(argv[4], NULL, 10);
+	if (getenv("FZ_VERSION"))
+		fz_version = (uint8_t)atoi(getenv("FZ_VERSION"));
+	/* Like the bridge: no rendezvous (it would drop such frames). */
+	setenv("UCX_RNDV_THRESH", "inf", 0);
 	if (ucp_config_read(NULL, NULL, &cfg) != UCS_OK || ucp_init(&up, cfg, &ctx) != UCS_OK ||
 	    ucp_worker_create(ctx, &wp, &worker) != UCS_OK ||
 	    ucp_worker_set_am_recv_handler(worker, &ap) != UCS_OK) {
@@ -229,28 +567,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ucp_config_release(cfg);
-	for (r = 0; r < rounds; r++) {
-		ucp_ep_params_t ep = {
-			.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
-				      UCP_EP_PARAM_FIELD_ERR_HANDLER |
-				      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-			.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-			.err_mode = UCP_ERR_HANDLING_MODE_PEER,
-			.sockaddr = { .addr = (const struct sockaddr *)&ss, .addrlen = sl },
-			.err_handler = { .cb = fz_err },
-		};
-		ucp_request_param_t cp = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-					   .flags = UCP_EP_CLOSE_FLAG_FORCE };
-		ucp_ep_h e;
-
-		if (ucp_ep_create(worker, &ep, &e) != UCS_OK)
-			continue;
-		connected++;
-		fz_round(e, key, argv[3], r);
-		fz_wait(ucp_ep_close_nbx(e, &cp));
-	}
-	printf("%u rounds, %u connections, %u replies\n", rounds, connected, replies);
+	if (!strcmp(mode, "fuzz"))
+		ret = mode_fuzz(&id, (unsigned int)strtoul(argv[7], NULL, 10));
+	else if (!strcmp(mode, "hello"))
+		ret = mode_hello(&id, (unsigned int)strtoul(argv[7], NULL, 10));
+	else if (!strcmp(mode, "replay"))
+		ret = mode_replay(&id, argv[7]);
+	else if (!strcmp(mode, "forge"))
+		ret = mode_forge(argv[3]);
+	else
+		ret = mode_flood((unsigned int)strtoul(argv[3], NULL, 10),
+				 (unsigned int)strtoul(argv[4], NULL, 10));
 	ucp_worker_destroy(worker);
 	ucp_cleanup(ctx);
-	return connected ? 0 : 1;
+	return ret;
 }

@@ -144,17 +144,21 @@ static bool rm_up(struct rm *r)
 	snprintf(r->tmp, sizeof(r->tmp), "/tmp/lzb-remote.%d", (int)getpid());
 	snprintf(r->ns_a, sizeof(r->ns_a), "lzbra%d", (int)getpid());
 	snprintf(r->ns_b, sizeof(r->ns_b), "lzbrb%d", (int)getpid());
-	if (rm_sh("set -e; mkdir -p %1$s/A %1$s/B; head -c 32 /dev/urandom > %1$s/key; chmod 600 %1$s/key\n"
+	if (rm_sh("set -e; mkdir -p %1$s/A %1$s/B; umask 077\n"
+		  "%5$s --genkey > %1$s/A.key; %5$s --genkey > %1$s/B.key\n"
+		  "pa=$(%5$s --pubkey < %1$s/A.key); pb=$(%5$s --pubkey < %1$s/B.key)\n"
 		  "ip netns add %2$s; ip netns add %3$s\n"
 		  "ip link add %2$sv type veth peer name %3$sv\n"
 		  "ip link set %2$sv netns %2$s; ip link set %3$sv netns %3$s\n"
 		  "ip -n %2$s addr add 10.233.0.1/24 dev %2$sv; ip -n %2$s link set %2$sv up; ip -n %2$s link set lo up\n"
 		  "ip -n %3$s addr add 10.233.0.2/24 dev %3$sv; ip -n %3$s link set %3$sv up; ip -n %3$s link set lo up\n"
-		  "printf 'name hostA\\nlisten 10.233.0.1:%4$d\\nkey %1$s/key\\npeer hostB 10.233.0.2:%4$d\\n"
-		  "route ping@hostB slots=1024\\nallow hostB pong\\n' > %1$s/A.conf\n"
-		  "printf 'name hostB\\nlisten 10.233.0.2:%4$d\\nkey %1$s/key\\npeer hostA 10.233.0.1:%4$d\\n"
-		  "route pong@hostA slots=1024\\nallow hostA ping\\n' > %1$s/B.conf\n",
-		  r->tmp, r->ns_a, r->ns_b, RM_PORT)) {
+		  "printf 'name hostA\\nlisten 10.233.0.1:%4$d\\nprivate-key %1$s/A.key\\n"
+		  "peer hostB 10.233.0.2:%4$d public-key=%%s\\n"
+		  "route ping@hostB slots=1024\\nallow hostB pong\\n' \"$pb\" > %1$s/A.conf\n"
+		  "printf 'name hostB\\nlisten 10.233.0.2:%4$d\\nprivate-key %1$s/B.key\\n"
+		  "peer hostA 10.233.0.1:%4$d public-key=%%s\\n"
+		  "route pong@hostA slots=1024\\nallow hostA ping\\n' \"$pa\" > %1$s/B.conf\n",
+		  r->tmp, r->ns_a, r->ns_b, RM_PORT, r->bridged)) {
 		snprintf(r->why, sizeof(r->why), "could not make two network namespaces here");
 		return false;
 	}

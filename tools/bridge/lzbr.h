@@ -22,8 +22,7 @@ struct lzbr_peer_conf {
 	struct sockaddr_storage addr;	/* where to connect (has_addr) */
 	socklen_t addr_len;
 	bool has_addr;
-	bool has_key;			/* its own key, else the global one */
-	uint8_t key[LZBR_KEY_SIZE];
+	uint8_t pk[LZBR_KEY_SIZE];	/* its public key (public-key=) */
 };
 
 /* A proxy channel "CHANNEL@PEER" here, for the channel CHANNEL on PEER. */
@@ -45,8 +44,12 @@ struct lzbr_conf {
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	bool has_listen;
-	bool has_key;
-	uint8_t key[LZBR_KEY_SIZE];
+	bool has_sk;
+	uint8_t sk[LZBR_KEY_SIZE], pk[LZBR_KEY_SIZE];	/* private-key, and its public */
+	char devices[256];		/* UCX_NET_DEVICES: "device", else derived */
+	char transports[128];		/* UCX_TLS: "transports" (default tcp) */
+	uint16_t data_lo, data_hi;	/* UCX's own listener's ports (UCX_TCP_PORT_RANGE) */
+	bool trusted;			/* "fabric trusted": no tunnel wanted */
 	uint64_t window;		/* credit per stream, bytes */
 	char status[256];		/* where to write the status (JSON), or "" */
 	int npeers, nroutes, nallows;
@@ -58,12 +61,15 @@ struct lzbr_conf {
 /* Read @path into @c: 0, or -1 with the reason (and line) in @err. */
 int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errlen);
 
-/* A key file's bytes, hashed to LZBR_KEY_SIZE; -1 with the reason in
- * @why for a file others may read, or one under 32 bytes. */
-int lzbr_conf_read_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, size_t whylen);
+/* A private key file (lzchan-bridged --genkey: base64, mode 0600) into
+ * @sk: 0, or -1 with the reason in @why. */
+int lzbr_conf_read_key(const char *file, uint8_t sk[LZBR_KEY_SIZE], char *why, size_t whylen);
 
-/* The key a peer must prove it holds, or NULL (none configured). */
-const uint8_t *lzbr_conf_key(const struct lzbr_conf *c, int peer);
+/* A key in base64 (44 characters): 0, or -1. */
+int lzbr_key_parse(const char *s, uint8_t key[LZBR_KEY_SIZE]);
+
+/* @key in base64, NUL-terminated, into @out (at least 45 bytes). */
+void lzbr_key_format(char *out, size_t outlen, const uint8_t key[LZBR_KEY_SIZE]);
 
 /* The peer of that name, or -1. */
 int lzbr_conf_peer(const struct lzbr_conf *c, const char *name);

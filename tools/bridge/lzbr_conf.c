@@ -5,8 +5,12 @@
  *
  *   name NAME                   this bridge's name (peers know it by it)
  *   listen ADDR[:PORT]          accept peers there (else: connect only)
- *   key FILE                    the shared key (32 bytes or more, 0600)
- *   peer NAME [ADDR[:PORT]] [key=FILE]
+ *   private-key FILE            this bridge's key (--genkey; 0600)
+ *   peer NAME [ADDR[:PORT]] public-key=BASE64
+ *   device IFNAME[,IFNAME...]   the only interfaces UCX may use
+ *   data-ports LO-HI            UCX's own listener (default: listen's + 1..16)
+ *   transports LIST             UCX_TLS for bridge traffic (default tcp)
+ *   fabric trusted              the network needs no tunnel (--check)
  *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N] [mode=OCTAL]
  *   allow PEER CHANNEL...       ("*": every channel)
  *   window BYTES                credit per remote sender (default 256 KiB)
@@ -99,11 +103,29 @@ int lzbr_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 	return -EINVAL;
 }
 
-/* The key file's bytes, hashed to LZBR_KEY_SIZE: a file readable by anyone
- * but its owner is refused, as is one under 32 bytes. */
-int lzbr_conf_read_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, size_t whylen)
+int lzbr_key_parse(const char *s, uint8_t key[LZBR_KEY_SIZE])
 {
-	unsigned char buf[LZBR_KEY_FILE_MAX];
+	size_t n;
+	const char *end;
+
+	if (strlen(s) != sodium_base64_ENCODED_LEN(LZBR_KEY_SIZE, sodium_base64_VARIANT_ORIGINAL) - 1)
+		return -1;
+	if (sodium_base642bin(key, LZBR_KEY_SIZE, s, strlen(s), NULL, &n, &end,
+			      sodium_base64_VARIANT_ORIGINAL) || n != LZBR_KEY_SIZE || *end)
+		return -1;
+	return 0;
+}
+
+void lzbr_key_format(char *out, size_t outlen, const uint8_t key[LZBR_KEY_SIZE])
+{
+	sodium_bin2base64(out, outlen, key, LZBR_KEY_SIZE, sodium_base64_VARIANT_ORIGINAL);
+}
+
+/* The private key file: one base64 key (whitespace around it), readable by
+ * its owner only. */
+int lzbr_conf_read_key(const char *file, uint8_t sk[LZBR_KEY_SIZE], char *why, size_t whylen)
+{
+	char buf[LZBR_KEY_FILE_MAX], *p, *e;
 	struct stat st;
 	ssize_t n;
 	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -123,18 +145,25 @@ int lzbr_conf_read_key(const char *file, uint8_t key[LZBR_KEY_SIZE], char *why, 
 		close(fd);
 		return -1;
 	}
-	n = read(fd, buf, sizeof(buf));
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n < 32) {
-		snprintf(why, whylen, "key file %s: %s", file,
-			 n < 0 ? strerror(errno) : "shorter than 32 bytes");
+	if (n < 0) {
+		snprintf(why, whylen, "key file %s: %s", file, strerror(errno));
 		return -1;
 	}
-	if (n == sizeof(buf)) {
-		snprintf(why, whylen, "key file %s: longer than %d bytes", file, LZBR_KEY_FILE_MAX - 1);
+	buf[n] = 0;
+	for (p = buf; *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'; p++)
+		;
+	for (e = p + strlen(p); e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' ||
+					  e[-1] == '\r'); e--)
+		;
+	*e = 0;
+	if (lzbr_key_parse(p, sk)) {
+		snprintf(why, whylen, "key file %s: not a private key (one base64 key of %d bytes, "
+			 "as 'lzchan-bridged --genkey' writes)", file, LZBR_KEY_SIZE);
+		sodium_memzero(buf, sizeof(buf));
 		return -1;
 	}
-	crypto_hash_sha256(key, buf, (unsigned long long)n);
 	sodium_memzero(buf, sizeof(buf));
 	return 0;
 }
@@ -174,13 +203,6 @@ int lzbr_conf_peer(const struct lzbr_conf *c, const char *name)
 		if (!strcmp(c->peers[i].name, name))
 			return i;
 	return -1;
-}
-
-const uint8_t *lzbr_conf_key(const struct lzbr_conf *c, int peer)
-{
-	if (peer >= 0 && c->peers[peer].has_key)
-		return c->peers[peer].key;
-	return c->has_key ? c->key : NULL;
 }
 
 bool lzbr_conf_allowed(const struct lzbr_conf *c, int peer, const char *channel)
@@ -243,12 +265,52 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 				goto out;
 			}
 			c->has_listen = true;
-		} else if (!strcmp(w[0], "key") && nw == 2) {
-			if (lzbr_conf_read_key(w[1], c->key, why, sizeof(why))) {
+		} else if (!strcmp(w[0], "private-key") && nw == 2) {
+			if (lzbr_conf_read_key(w[1], c->sk, why, sizeof(why)) ||
+			    lzbr_key_public(c->pk, c->sk)) {
 				conf_fail(err, errlen, path, lineno, "%s", why);
 				goto out;
 			}
-			c->has_key = true;
+			c->has_sk = true;
+		} else if (!strcmp(w[0], "key")) {
+			conf_fail(err, errlen, path, lineno, "'key' (one shared key) is gone: any holder "
+				  "of a shared key can speak as any peer.  Give this bridge "
+				  "'private-key FILE' (lzchan-bridged --genkey) and each peer "
+				  "'public-key=' (lzchan-bridged --pubkey)");
+			goto out;
+		} else if (!strcmp(w[0], "device") && nw == 2) {
+			if (strlen(w[1]) >= sizeof(c->devices) || strspn(w[1],
+			    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-:,") !=
+			    strlen(w[1])) {
+				conf_fail(err, errlen, path, lineno, "device wants IFNAME[,IFNAME...]");
+				goto out;
+			}
+			strcpy(c->devices, w[1]);
+		} else if (!strcmp(w[0], "transports") && nw == 2) {
+			if (strlen(w[1]) >= sizeof(c->transports) || strspn(w[1],
+			    "abcdefghijklmnopqrstuvwxyz0123456789_,") != strlen(w[1]) ||
+			    strstr(w[1], "all") || strstr(w[1], "sm") || strstr(w[1], "self") ||
+			    strstr(w[1], "cma") || strstr(w[1], "posix") || strstr(w[1], "sysv") ||
+			    strstr(w[1], "xpmem") || strstr(w[1], "knem")) {
+				conf_fail(err, errlen, path, lineno, "transports wants network transports "
+					  "(tcp, rc, ud, dc...): shared memory and loopback would carry "
+					  "bridge traffic past the network's keys");
+				goto out;
+			}
+			strcpy(c->transports, w[1]);
+		} else if (!strcmp(w[0], "data-ports") && nw == 2) {
+			unsigned int lo, hi;
+			int end = 0;
+
+			if (sscanf(w[1], "%u-%u%n", &lo, &hi, &end) != 2 || w[1][end] || !lo ||
+			    hi > 65535 || lo > hi) {
+				conf_fail(err, errlen, path, lineno, "data-ports wants LO-HI (ports)");
+				goto out;
+			}
+			c->data_lo = (uint16_t)lo;
+			c->data_hi = (uint16_t)hi;
+		} else if (!strcmp(w[0], "fabric") && nw == 2 && !strcmp(w[1], "trusted")) {
+			c->trusted = true;
 		} else if (!strcmp(w[0], "status") && nw == 2) {
 			if (w[1][0] != '/' || strlen(w[1]) >= sizeof(c->status)) {
 				conf_fail(err, errlen, path, lineno, "status wants an absolute path");
@@ -265,6 +327,7 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 			c->window = v;
 		} else if (!strcmp(w[0], "peer") && nw >= 2 && nw <= 4) {
 			struct lzbr_peer_conf *p = &c->peers[c->npeers];
+			bool has_pk = false;
 
 			if (c->npeers == LZBR_MAX_PEERS) {
 				conf_fail(err, errlen, path, lineno, "more than %d peers", LZBR_MAX_PEERS);
@@ -276,12 +339,19 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 				goto out;
 			}
 			for (i = 2; i < nw; i++) {
-				if (!strncmp(w[i], "key=", 4)) {
-					if (lzbr_conf_read_key(w[i] + 4, p->key, why, sizeof(why))) {
-						conf_fail(err, errlen, path, lineno, "%s", why);
+				if (!strncmp(w[i], "public-key=", 11)) {
+					if (lzbr_key_parse(w[i] + 11, p->pk)) {
+						conf_fail(err, errlen, path, lineno, "peer '%s': public-key "
+							  "wants the peer's key in base64 (lzchan-bridged "
+							  "--pubkey)", p->name);
 						goto out;
 					}
-					p->has_key = true;
+					has_pk = true;
+				} else if (!strncmp(w[i], "key=", 4)) {
+					conf_fail(err, errlen, path, lineno, "peer '%s': 'key=' (a shared "
+						  "key) is gone: give it 'public-key=' (lzchan-bridged "
+						  "--pubkey on that host)", p->name);
+					goto out;
 				} else if (!p->has_addr && !lzbr_parse_addr(w[i], &p->addr, &p->addr_len)) {
 					p->has_addr = true;
 				} else {
@@ -289,6 +359,17 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 					goto out;
 				}
 			}
+			if (!has_pk) {
+				conf_fail(err, errlen, path, lineno, "peer '%s' has no public-key=", p->name);
+				goto out;
+			}
+			for (i = 0; i < c->npeers; i++)
+				if (!sodium_memcmp(c->peers[i].pk, p->pk, LZBR_KEY_SIZE)) {
+					conf_fail(err, errlen, path, lineno, "peers '%s' and '%s' have the "
+						  "same public key: a key is one identity", c->peers[i].name,
+						  p->name);
+					goto out;
+				}
 			c->npeers++;
 		} else if (!strcmp(w[0], "route") && nw >= 2) {
 			struct lzbr_route_conf *r = &c->routes[c->nroutes];
@@ -372,12 +453,43 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 		conf_fail(err, errlen, path, 0, "no 'name'");
 		goto out;
 	}
+	if (c->npeers && !c->has_sk) {
+		conf_fail(err, errlen, path, 0, "no 'private-key' (lzchan-bridged --genkey makes one)");
+		goto out;
+	}
 	for (i = 0; i < c->npeers; i++)
-		if (!lzbr_conf_key(c, i)) {
-			conf_fail(err, errlen, path, 0, "peer '%s' has no key (and there is no 'key')",
+		if (!sodium_memcmp(c->peers[i].pk, c->pk, LZBR_KEY_SIZE)) {
+			conf_fail(err, errlen, path, 0, "peer '%s' has this bridge's own public key",
 				  c->peers[i].name);
 			goto out;
 		}
+	if (c->has_listen) {
+		const struct sockaddr_in *in = (const void *)&c->listen;
+		const struct sockaddr_in6 *in6 = (const void *)&c->listen;
+
+		if ((in->sin_family == AF_INET && in->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+		    (in6->sin6_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))) {
+			conf_fail(err, errlen, path, 0, "listen wants one interface's address (the "
+				  "one peers reach, a WireGuard interface's for one), not the "
+				  "wildcard: that would listen on every interface");
+			goto out;
+		}
+		if (!c->data_lo) {
+			unsigned int port = ntohs(in->sin_family == AF_INET ? in->sin_port :
+						  in6->sin6_port);
+
+			c->data_lo = (uint16_t)(port < 65535 - 16 ? port + 1 : port - 16);
+			c->data_hi = (uint16_t)(c->data_lo + 15);
+		}
+	}
+	/* A range, not one port: UCX cannot reuse an address its last run's
+	 * connections still hold (TIME_WAIT), and tries the next. */
+	if (!c->data_lo) {
+		c->data_lo = LZBR_DEFAULT_PORT + 1;
+		c->data_hi = LZBR_DEFAULT_PORT + 16;
+	}
+	if (!c->transports[0])
+		strcpy(c->transports, "tcp");
 	ret = 0;
 out:
 	fclose(f);

@@ -14,6 +14,7 @@
  * Single-threaded: an epoll loop over UCX's worker fd, the proxies' event
  * fds, a timer and a signalfd.  Idle, it sleeps.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -35,7 +38,7 @@
 
 #include "lzbr.h"
 
-#define HANDSHAKE_NS		5000000000ULL	/* a peer that says nothing goes */
+#define HANDSHAKE_NS		2000000000ULL	/* a peer that says nothing goes */
 #define RECONNECT_NS		1000000000ULL
 #define PROXY_RETRY_NS		1000000000ULL
 #define QUEUE_RETRY_MS		1		/* a full local lane: look again */
@@ -43,6 +46,7 @@
 #define INQ_SLACK		(1U << 20)	/* received, not yet processed */
 #define HANDSHAKE_INQ		4096		/* ... before the handshake */
 #define MAX_HALF_OPEN		64		/* connections not yet through it */
+#define MAX_HALF_OPEN_SOURCE	4		/* ... from one address */
 #define INFLIGHT_MAX		(16U << 20)	/* bytes UCX holds for one peer */
 #define CREDIT_MAX		(1ULL << 30)	/* the most credit we believe */
 #define STATUS_EVERY_NS		1000000000ULL	/* the status file, at most */
@@ -70,12 +74,26 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* "ADDR:PORT" for the log. */
+static void addr_str(char *out, size_t len, const struct sockaddr_storage *ss)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
+		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
+		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	}
+	snprintf(out, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port);
+}
+
 /* A message as received (or queued for a local lane): header and payload. */
 struct msgbuf {
 	struct msgbuf *next;
 	struct lzbr_hdr h;
-	bool pending;			/* rendezvous data still arriving */
-	bool failed;			/* ... and it failed */
 	struct conn *conn;
 	uint8_t data[];
 };
@@ -86,6 +104,10 @@ struct sendbuf {
 	struct lzbr_hdr h;
 	uint8_t data[];
 };
+
+/* What the handshake has to send next (conn_step sends it, once the
+ * endpoint's first flush is done). */
+enum conn_due { D_NONE, D_CHALLENGE, D_AUTH, D_WELCOME, D_REFUSE };
 
 enum conn_state {
 	C_HELLO_DUE,		/* initiator: flushing, then HELLO */
@@ -132,7 +154,16 @@ struct conn {
 	int peer;			/* index in conf peers, -1 until known */
 	enum conn_state state;
 	uint64_t deadline;		/* handshake */
-	uint8_t nonce[LZBR_NONCE_SIZE], their_nonce[LZBR_NONCE_SIZE];
+	uint64_t born;			/* when it came (the oldest half-open goes first) */
+	struct sockaddr_storage addr;	/* the other end (acceptor: as UCX says) */
+	char where[INET6_ADDRSTRLEN + 8];	/* ... for the log */
+	struct lzbr_hs hs;
+	enum conn_due due;
+	struct lzbr_challenge ch_out;
+	struct lzbr_auth au_out;
+	bool keyed;			/* sess is set: every frame is sealed */
+	struct lzbr_session sess;
+	uint64_t unauth;		/* frames naming it that did not open */
 	struct msgbuf *inq, **inq_tail;
 	uint64_t inq_bytes;
 	unsigned int inflight;		/* sends UCX holds */
@@ -203,9 +234,13 @@ static struct {
 	struct route routes[LZBR_MAX_ROUTES];
 	bool stop;
 	bool work;			/* this round did something */
+	uint64_t unauth;		/* frames that did not authenticate */
+	uint64_t unauth_said;		/* when that was last logged */
+	uint64_t evicted;		/* half-open connections evicted */
 } br;
 
 static void conn_fail(struct conn *c, int err, const char *why);
+static const char *peer_name(const struct conn *c);
 static void route_down(struct route *r, const char *why, bool lost);
 
 /* ---------- sending ---------- */
@@ -225,6 +260,8 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 	ucp_request_free(request);
 }
 
+/* Send one frame: sealed once the connection has its keys (all but the
+ * handshake's, and a refusal sent before them). */
 static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq, uint64_t arg,
 		     const void *data, uint32_t len)
 {
@@ -234,11 +271,13 @@ static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq
 				UCP_OP_ATTR_FIELD_FLAGS,
 		.flags = UCP_AM_SEND_FLAG_REPLY,
 	};
+	bool seal = c->keyed && type != LZBR_HELLO && type != LZBR_CHALLENGE && type != LZBR_AUTH;
+	size_t wire = len + (seal ? LZBR_TAG_SIZE : 0);
 	ucs_status_ptr_t req;
 
 	if (c->state == C_CLOSING)
 		return -EPIPE;
-	sb = malloc(sizeof(*sb) + len);
+	sb = malloc(sizeof(*sb) + wire);
 	if (!sb) {
 		conn_fail(c, ENOMEM, "out of memory");
 		return -ENOMEM;
@@ -248,11 +287,13 @@ static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq
 		.magic = LZBR_MAGIC, .version = LZBR_VERSION, .type = type,
 		.stream = stream, .seq = seq, .arg = arg, .len = len,
 	};
-	if (len)
+	if (seal)
+		lzbr_seal(&c->sess, &sb->h, data, len, sb->data);
+	else if (len)
 		memcpy(sb->data, data, len);
 	p.cb.send = send_done;
 	p.user_data = sb;
-	req = ucp_am_send_nbx(c->ep, LZBR_AM_ID, &sb->h, sizeof(sb->h), sb->data, len, &p);
+	req = ucp_am_send_nbx(c->ep, LZBR_AM_ID, &sb->h, sizeof(sb->h), sb->data, wire, &p);
 	if (req == NULL) {
 		free(sb);
 	} else if (UCS_PTR_IS_ERR(req)) {
@@ -290,16 +331,6 @@ static void inq_add(struct conn *c, struct msgbuf *m)
 	c->inq_bytes += sizeof(*m) + m->h.len;
 }
 
-static void rndv_done(void *request, ucs_status_t status, size_t length, void *user_data)
-{
-	struct msgbuf *m = user_data;
-
-	(void)length;
-	m->pending = false;
-	m->failed = status != UCS_OK;
-	ucp_request_free(request);
-}
-
 /* The most a connection may have received and not yet processed: every
  * stream's window, and some for control messages. */
 static uint64_t inq_limit(const struct conn *c)
@@ -318,58 +349,178 @@ static uint64_t inq_limit(const struct conn *c)
 	       INQ_SLACK;
 }
 
+/*
+ * A frame that did not authenticate: dropped, counted, and logged at most
+ * once a second.  It does nothing to the connection it names: UCX takes
+ * that from a field the sender writes (the reply endpoint's id), so it
+ * may be any connection's (lzchan-bridged(8), "Security").
+ */
+static void unauth(struct conn *c, const char *what)
+{
+	uint64_t now = now_ns();
+
+	br.unauth++;
+	if (c)
+		c->unauth++;
+	if (br.unauth_said && now - br.unauth_said < 1000000000ULL)
+		return;
+	br.unauth_said = now;
+	if (c)
+		say("dropped %s naming the connection %s %s (%s): %llu unauthenticated frames so far",
+		    what, c->initiator ? "to" : "from", c->where, c->peer >= 0 ?
+		    br.conf.peers[c->peer].name : "not yet authenticated",
+		    (unsigned long long)br.unauth);
+	else
+		say("dropped %s naming no connection: %llu unauthenticated frames so far", what,
+		    (unsigned long long)br.unauth);
+}
+
+/* The handshake refuses this connection: an ERROR, then it closes. */
+static void hs_refuse(struct conn *c, int peer)
+{
+	if (peer >= 0)
+		br.ps[peer].refused++;
+	c->due = D_REFUSE;
+}
+
+/* A handshake message, checked here (in UCX's callback) so that nothing
+ * unauthenticated is ever queued; conn_step sends the answer. */
+static void hs_recv(struct conn *c, const struct lzbr_hdr *h, const void *data)
+{
+	int peer;
+
+	switch (h->type) {
+	case LZBR_HELLO: {
+		struct lzbr_hello hi;
+
+		memcpy(&hi, data, sizeof(hi));
+		if (c->initiator || c->state != C_AWAIT_HELLO || c->due != D_NONE) {
+			unauth(c, "an unexpected HELLO");
+			return;
+		}
+		if (!lzbr_wire_name_ok(hi.name, sizeof(hi.name)) ||
+		    (peer = lzbr_conf_peer(&br.conf, hi.name)) < 0) {
+			say("%s: a bridge calling itself '%.*s' is not a configured peer: refused",
+			    c->where, lzbr_wire_name_ok(hi.name, sizeof(hi.name)) ? LZBR_NAME_SIZE : 0,
+			    hi.name);
+			hs_refuse(c, -1);
+			return;
+		}
+		if (lzbr_hs_accept(&c->hs, &c->ch_out, &c->sess, &hi, br.conf.sk, br.conf.pk,
+				   br.conf.peers[peer].pk, br.conf.name)) {
+			say("%s: a HELLO as '%s' that does not prove its key (wrong key pair, or "
+			    "not that peer): refused", c->where, hi.name);
+			hs_refuse(c, peer);
+			return;
+		}
+		c->peer = peer;
+		c->keyed = true;
+		c->state = C_CHALLENGED;
+		c->due = D_CHALLENGE;
+		return;
+	}
+	case LZBR_CHALLENGE: {
+		struct lzbr_challenge ch;
+
+		memcpy(&ch, data, sizeof(ch));
+		if (!c->initiator || c->state != C_HELLO_SENT || c->due != D_NONE) {
+			unauth(c, "an unexpected CHALLENGE");
+			return;
+		}
+		if (lzbr_hs_finish(&c->hs, &c->au_out, &c->sess, &ch, br.conf.sk)) {
+			say("peer %s (%s): the peer could not prove it holds its key (or is not who "
+			    "it should be): refused", peer_name(c), c->where);
+			hs_refuse(c, c->peer);
+			return;
+		}
+		c->keyed = true;
+		c->state = C_AUTH_SENT;
+		c->due = D_AUTH;
+		return;
+	}
+	case LZBR_AUTH: {
+		struct lzbr_auth au;
+
+		memcpy(&au, data, sizeof(au));
+		if (c->initiator || c->state != C_CHALLENGED || c->due != D_NONE) {
+			unauth(c, "an unexpected AUTH");
+			return;
+		}
+		if (lzbr_hs_confirm(&c->hs, &au)) {
+			say("peer %s (%s): wrong key: refused", peer_name(c), c->where);
+			hs_refuse(c, c->peer);
+			return;
+		}
+		c->due = D_WELCOME;
+		return;
+	}
+	}
+}
+
 static ucs_status_t am_recv(void *arg, const void *header, size_t header_length, void *data,
 			    size_t length, const ucp_am_recv_param_t *param)
 {
 	struct conn *c = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ?
 			 conn_of_ep(param->reply_ep) : NULL;
+	struct lzbr_hdr h;
 	struct msgbuf *m;
-	int r;
 
 	(void)arg;
-	if (!c)
-		return UCS_OK;		/* a connection being closed: dropped */
-	r = lzbr_wire_check(header, header_length, length, LZCHAN_MSG_MAX);
-	if (r) {
-		conn_fail(c, -r, "a malformed message");
+	if (!c || c->err || c->due == D_REFUSE) {
+		if (!c)
+			unauth(NULL, "a frame");
+		return UCS_OK;		/* none, or one being closed: dropped */
+	}
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+		unauth(c, "a rendezvous frame (bridges send none)");
 		return UCS_OK;
 	}
-	if (c->state != C_UP && ((const struct lzbr_hdr *)header)->type > LZBR_WELCOME &&
-	    ((const struct lzbr_hdr *)header)->type != LZBR_ERROR) {
-		conn_fail(c, EPROTO, "a stream message before the handshake");
+	if (lzbr_wire_check(header, header_length, length, LZCHAN_MSG_MAX, c->keyed)) {
+		/* A refusal sent before the sender had keys is the one frame
+		 * that is not sealed once we have ours. */
+		if (c->state != C_UP && !lzbr_wire_check(header, header_length, length, 0, 0)) {
+			memcpy(&h, header, sizeof(h));
+			if (h.type == LZBR_ERROR)
+				goto refused;
+		}
+		unauth(c, "a malformed frame");
 		return UCS_OK;
 	}
-	if (c->inq_bytes + sizeof(*m) + length > inq_limit(c)) {
-		conn_fail(c, EPROTO, "sent past its credit");
+	memcpy(&h, header, sizeof(h));	/* UCX's header may be unaligned */
+	if (h.type == LZBR_HELLO || h.type == LZBR_CHALLENGE || h.type == LZBR_AUTH) {
+		hs_recv(c, &h, data);
 		return UCS_OK;
 	}
-	m = malloc(sizeof(*m) + length);
+	if (!c->keyed) {		/* an ERROR before the keys: a refusal */
+refused:
+		if (c->state != C_UP)
+			conn_fail(c, h.arg == EACCES ? EACCES : EPROTO, h.arg == EACCES ?
+				  "the peer refused us (wrong key pair, or not its peer)" :
+				  "the peer gave up the handshake");
+		return UCS_OK;
+	}
+	m = malloc(sizeof(*m) + h.len);
 	if (!m) {
 		conn_fail(c, ENOMEM, "out of memory");
 		return UCS_OK;
 	}
-	memcpy(&m->h, header, sizeof(m->h));
-	m->pending = m->failed = false;
-	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-		ucp_request_param_t p = {
-			.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-			.user_data = m,
-		};
-		ucs_status_ptr_t req;
-
-		p.cb.recv_am = rndv_done;
-		m->pending = true;
-		req = ucp_am_recv_data_nbx(br.worker, data, m->data, length, &p);
-		if (req == NULL) {
-			m->pending = false;
-		} else if (UCS_PTR_IS_ERR(req)) {
-			free(m);
-			conn_fail(c, EIO, ucs_status_string(UCS_PTR_STATUS(req)));
-			return UCS_OK;
-		}
-	} else if (length) {
-		memcpy(m->data, data, length);
+	if (lzbr_unseal(&c->sess, &h, data, length, m->data)) {
+		free(m);
+		unauth(c, "a frame that does not authenticate (forged, replayed, reordered or cut)");
+		return UCS_OK;
 	}
+	/* From here on the frame is the peer's own, and next in order. */
+	if (c->state != C_UP && h.type != LZBR_WELCOME && h.type != LZBR_ERROR) {
+		free(m);
+		conn_fail(c, EPROTO, "a stream message before the handshake");
+		return UCS_OK;
+	}
+	if (c->inq_bytes + sizeof(*m) + h.len > inq_limit(c)) {
+		free(m);
+		conn_fail(c, EPROTO, "sent past its credit");
+		return UCS_OK;
+	}
+	m->h = h;
 	inq_add(c, m);
 	return UCS_OK;
 }
@@ -433,8 +584,9 @@ static struct conn *conn_new(bool initiator, int peer)
 	c->peer = peer;
 	c->inq_tail = &c->inq;
 	c->next_stream = 1;
-	c->deadline = now_ns() + HANDSHAKE_NS;
-	randombytes_buf(c->nonce, sizeof(c->nonce));
+	c->born = now_ns();
+	c->deadline = c->born + HANDSHAKE_NS;
+	strcpy(c->where, "?");
 	c->next = br.conns;
 	br.conns = c;
 	return c;
@@ -461,6 +613,8 @@ static void conn_connect(int peer)
 	ep.err_handler.cb = ep_error;
 	ep.err_handler.arg = c;
 	c->state = C_HELLO_DUE;
+	c->addr = pc->addr;
+	addr_str(c->where, sizeof(c->where), &c->addr);
 	br.out[peer] = c;
 	st = ucp_ep_create(br.worker, &ep, &c->ep);
 	if (st != UCS_OK) {
@@ -472,29 +626,100 @@ static void conn_connect(int peer)
 	conn_flush(c);
 }
 
+/* Is @c a connection accepted here and not yet through the handshake? */
+static bool half_open(const struct conn *c)
+{
+	return !c->initiator && c->state != C_UP && c->state != C_CLOSING && !c->err;
+}
+
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return true;		/* no address: one bucket */
+}
+
+/*
+ * Make room for a connection from @from before its handshake: at most
+ * MAX_HALF_OPEN_SOURCE from one address and MAX_HALF_OPEN in all.  The
+ * oldest goes, not the newcomer: a host that opens connections and never
+ * finishes them crowds out only itself, and an honest peer's attempt is
+ * never the one refused.  When all slots are full, the oldest of the
+ * address holding the most goes.
+ */
+static void half_open_room(const struct sockaddr_storage *from)
+{
+	struct conn *o, *oldest_here = NULL, *oldest_top = NULL;
+	unsigned int here = 0, total = 0, top = 0;
+
+	for (o = br.conns; o; o = o->next) {
+		if (!half_open(o))
+			continue;
+		total++;
+		if (same_host(&o->addr, from)) {
+			here++;
+			if (!oldest_here || o->born < oldest_here->born)
+				oldest_here = o;
+		}
+	}
+	if (here >= MAX_HALF_OPEN_SOURCE) {
+		oldest_top = oldest_here;
+	} else if (total >= MAX_HALF_OPEN) {
+		for (o = br.conns; o; o = o->next) {
+			struct conn *p, *first = NULL;
+			unsigned int k = 0;
+
+			if (!half_open(o))
+				continue;
+			for (p = br.conns; p; p = p->next)
+				if (half_open(p) && same_host(&p->addr, &o->addr)) {
+					k++;
+					if (!first || p->born < first->born)
+						first = p;
+				}
+			if (k > top) {
+				top = k;
+				oldest_top = first;
+			}
+		}
+	}
+	if (oldest_top) {
+		br.evicted++;
+		oldest_top->force = true;
+		conn_fail(oldest_top, ETIMEDOUT, "evicted before its handshake finished (too many "
+			  "half-open connections)");
+	}
+}
+
 static void conn_request(ucp_conn_request_h req, void *arg)
 {
-	struct conn *c = conn_new(false, -1);
+	ucp_conn_request_attr_t attr = { .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR };
 	ucp_ep_params_t ep = {
 		.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
 			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
 		.conn_request = req,
 		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
 	};
+	struct conn *c;
 	ucs_status_t st;
 
-	struct conn *o;
-	unsigned int half = 0;
-
 	(void)arg;
-	for (o = br.conns; o; o = o->next)
-		half += !o->initiator && o->state != C_UP && o->state != C_CLOSING;
-	if (!c || half > MAX_HALF_OPEN) {
-		if (c)
-			c->state = C_CLOSING, c->closed = true;
+	if (ucp_conn_request_query(req, &attr) != UCS_OK)
+		memset(&attr.client_address, 0, sizeof(attr.client_address));
+	half_open_room(&attr.client_address);
+	c = conn_new(false, -1);
+	if (!c) {
 		ucp_listener_reject(br.listener, req);
 		return;
 	}
+	c->addr = attr.client_address;
+	addr_str(c->where, sizeof(c->where), &c->addr);
 	ep.err_handler.cb = ep_error;
 	ep.err_handler.arg = c;
 	c->state = C_AWAIT_HELLO;
@@ -504,7 +729,7 @@ static void conn_request(ucp_conn_request_h req, void *arg)
 		conn_fail(c, ECONNABORTED, ucs_status_string(st));
 		return;
 	}
-	dbg("a peer connects");
+	dbg("%s connects", c->where);
 	conn_flush(c);
 }
 
@@ -1202,94 +1427,35 @@ static void conn_error(struct conn *c, int err, const char *why)
 
 static void conn_up(struct conn *c)
 {
+	struct conn *o;
 	int i;
 
 	c->state = C_UP;
 	br.ps[c->peer].connects++;
-	say("peer %s: %s", peer_name(c), c->initiator ? "connected" : "accepted");
-	if (!c->initiator)
+	say("peer %s: %s (%s)", peer_name(c), c->initiator ? "connected" : "accepted", c->where);
+	if (!c->initiator) {
+		/* One connection from a peer: the newest replaces the oldest
+		 * (a restarted peer's, or one whose old path is dead). */
+		for (o = br.conns; o; o = o->next)
+			if (o != c && !o->initiator && o->peer == c->peer && o->state == C_UP &&
+			    !o->err) {
+				say("peer %s: its newer connection replaces the one from %s",
+				    peer_name(c), o->where);
+				conn_error(o, ECONNRESET, "replaced by the peer's newer connection");
+			}
 		return;
+	}
 	for (i = 0; i < br.conf.nroutes; i++)
 		if (br.routes[i].rc->peer == c->peer && !br.routes[i].rx)
 			route_up(&br.routes[i], c);
 }
 
-/* One received message, in order. */
+/* One received message, authenticated and in order. */
 static void conn_handle(struct conn *c, struct msgbuf *m)
 {
-	const uint8_t *key;
-	uint8_t mac[LZBR_MAC_SIZE];
 	bool keep = false;
 
 	switch (m->h.type) {
-	case LZBR_HELLO: {
-		const struct lzbr_hello *hi = (const void *)m->data;
-		struct lzbr_challenge ch;
-
-		memset(&ch, 0, sizeof(ch));
-
-		if (c->initiator || c->state != C_AWAIT_HELLO ||
-		    !lzbr_wire_name_ok(hi->name, sizeof(hi->name))) {
-			conn_error(c, EPROTO, "an unexpected HELLO");
-			break;
-		}
-		c->peer = lzbr_conf_peer(&br.conf, hi->name);
-		key = lzbr_conf_key(&br.conf, c->peer);
-		if (c->peer < 0 || !key) {
-			say("a bridge calling itself '%s' is not a configured peer", hi->name);
-			c->peer = -1;
-			conn_error(c, EACCES, "refused");
-			break;
-		}
-		memcpy(c->their_nonce, hi->nonce, sizeof(c->their_nonce));
-		memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
-		memcpy(ch.name, br.conf.name, sizeof(ch.name));
-		lzbr_wire_mac(ch.mac, key, 'A', c->their_nonce, c->nonce, hi->name, br.conf.name);
-		c->state = C_CHALLENGED;
-		conn_send(c, LZBR_CHALLENGE, 0, 0, 0, &ch, sizeof(ch));
-		break;
-	}
-	case LZBR_CHALLENGE: {
-		const struct lzbr_challenge *ch = (const void *)m->data;
-		struct lzbr_auth au;
-
-		if (!c->initiator || c->state != C_HELLO_SENT) {
-			conn_error(c, EPROTO, "an unexpected CHALLENGE");
-			break;
-		}
-		key = lzbr_conf_key(&br.conf, c->peer);
-		lzbr_wire_mac(mac, key, 'A', c->nonce, ch->nonce, br.conf.name,
-		       br.conf.peers[c->peer].name);
-		if (memcmp(ch->name, br.conf.peers[c->peer].name, LZBR_NAME_SIZE) ||
-		    crypto_verify_32(mac, ch->mac)) {
-			conn_error(c, EACCES, "the peer could not prove it holds the key "
-				   "(or is not who it should be)");
-			break;
-		}
-		lzbr_wire_mac(au.mac, key, 'I', c->nonce, ch->nonce, br.conf.name,
-		       br.conf.peers[c->peer].name);
-		c->state = C_AUTH_SENT;
-		conn_send(c, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
-		break;
-	}
-	case LZBR_AUTH: {
-		const struct lzbr_auth *au = (const void *)m->data;
-
-		if (c->initiator || c->state != C_CHALLENGED) {
-			conn_error(c, EPROTO, "an unexpected AUTH");
-			break;
-		}
-		lzbr_wire_mac(mac, lzbr_conf_key(&br.conf, c->peer), 'I', c->their_nonce, c->nonce,
-		       br.conf.peers[c->peer].name, br.conf.name);
-		if (crypto_verify_32(mac, au->mac)) {
-			say("peer %s: wrong key", peer_name(c));
-			conn_error(c, EACCES, "refused: wrong key");
-			break;
-		}
-		conn_send(c, LZBR_WELCOME, 0, 0, 0, NULL, 0);
-		conn_up(c);
-		break;
-	}
 	case LZBR_WELCOME:
 		if (!c->initiator || c->state != C_AUTH_SENT) {
 			conn_error(c, EPROTO, "an unexpected WELCOME");
@@ -1299,7 +1465,6 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 		break;
 	case LZBR_ERROR:
 		conn_fail(c, m->h.arg && m->h.arg < 4096 ? (int)m->h.arg : EPROTO,
-			  m->h.arg == EACCES ? "the peer refused us (wrong key, or not its peer)" :
 			  "the peer reported an error");
 		break;
 	default:
@@ -1334,6 +1499,50 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 		free(m);
 }
 
+/* What the handshake has to send, once the endpoint may send. */
+static void conn_handshake(struct conn *c)
+{
+	struct lzbr_hello hi;
+
+	if (!c->flushed || c->err)
+		return;
+	if (c->initiator && c->state == C_HELLO_DUE) {
+		const struct lzbr_peer_conf *pc = &br.conf.peers[c->peer];
+
+		if (lzbr_hs_hello(&c->hs, &hi, br.conf.sk, br.conf.pk, pc->pk, br.conf.name,
+				  pc->name)) {
+			conn_fail(c, EINVAL, "its public key is no X25519 key");
+			return;
+		}
+		c->state = C_HELLO_SENT;
+		conn_send(c, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
+		br.work = true;
+		return;
+	}
+	switch (c->due) {
+	case D_NONE:
+		return;
+	case D_CHALLENGE:
+		conn_send(c, LZBR_CHALLENGE, 0, 0, 0, &c->ch_out, sizeof(c->ch_out));
+		break;
+	case D_AUTH:
+		conn_send(c, LZBR_AUTH, 0, 0, 0, &c->au_out, sizeof(c->au_out));
+		break;
+	case D_WELCOME:
+		conn_send(c, LZBR_WELCOME, 0, 0, 0, NULL, 0);
+		conn_up(c);
+		break;
+	case D_REFUSE:
+		c->keyed = false;		/* a refusal goes unsealed */
+		conn_error(c, EACCES, "refused");
+		break;
+	}
+	if (c->due != D_CHALLENGE)	/* the acceptor checks AUTH with it */
+		sodium_memzero(&c->hs, sizeof(c->hs));
+	c->due = D_NONE;
+	br.work = true;
+}
+
 static void conn_step(struct conn *c)
 {
 	struct msgbuf *m;
@@ -1341,17 +1550,8 @@ static void conn_step(struct conn *c)
 
 	if (c->state == C_CLOSING)
 		return;
-	if (c->initiator && c->state == C_HELLO_DUE && c->flushed && !c->err) {
-		struct lzbr_hello hi;
-
-		memcpy(hi.nonce, c->nonce, sizeof(hi.nonce));
-		memcpy(hi.name, br.conf.name, sizeof(hi.name));
-		c->state = C_HELLO_SENT;
-		conn_send(c, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
-		br.work = true;
-	}
-	/* The acceptor answers only once its first flush is done. */
-	while (!c->err && (c->initiator || c->flushed) && (m = c->inq) && !m->pending) {
+	conn_handshake(c);
+	while (!c->err && (m = c->inq)) {
 		c->inq = m->next;
 		if (!c->inq)
 			c->inq_tail = &c->inq;
@@ -1359,11 +1559,6 @@ static void conn_step(struct conn *c)
 		c->msgs_in++;
 		c->bytes_in += m->h.len;
 		br.work = true;
-		if (m->failed) {
-			free(m);
-			conn_fail(c, EIO, "a message's data did not arrive");
-			break;
-		}
 		conn_handle(c, m);
 	}
 	for (s = c->istreams; s && !c->err; s = next) {
@@ -1383,11 +1578,7 @@ static void conn_reap(void)
 	struct msgbuf *m;
 
 	while ((c = *pp)) {
-		bool pending = false;
-
-		for (m = c->inq; m; m = m->next)
-			pending |= m->pending;
-		if (c->state == C_CLOSING && c->closed && !c->inflight && !pending) {
+		if (c->state == C_CLOSING && c->closed && !c->inflight) {
 			*pp = c->next;
 			while ((m = c->inq)) {
 				c->inq = m->next;
@@ -1454,6 +1645,128 @@ static void status_write(void)
 
 /* ---------- the loop ---------- */
 
+/* ---------- pinning UCX to the configured network ---------- */
+
+static bool addr_is(const struct sockaddr *ifa, const struct sockaddr_storage *a)
+{
+	if (!ifa || ifa->sa_family != a->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ifa)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)a)->sin_addr.s_addr;
+	return a->ss_family == AF_INET6 &&
+	       !memcmp(&((const struct sockaddr_in6 *)ifa)->sin6_addr,
+		       &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+}
+
+/* The interface that holds address @a, into @out: 0, or -1. */
+static int iface_holding(const struct sockaddr_storage *a, char *out, size_t len)
+{
+	struct ifaddrs *ifs, *i;
+	int r = -1;
+
+	if (getifaddrs(&ifs) < 0)
+		return -1;
+	for (i = ifs; i; i = i->ifa_next)
+		if (addr_is(i->ifa_addr, a) && strlen(i->ifa_name) < len) {
+			strcpy(out, i->ifa_name);
+			r = 0;
+			break;
+		}
+	freeifaddrs(ifs);
+	return r;
+}
+
+/* The interface the kernel sends to @a through (a UDP socket connected to
+ * it, which sends nothing): 0, or -1. */
+static int iface_towards(const struct sockaddr_storage *a, socklen_t alen, char *out, size_t len)
+{
+	struct sockaddr_storage me;
+	socklen_t mlen = sizeof(me);
+	int fd = socket(a->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!connect(fd, (const struct sockaddr *)a, alen) &&
+	    !getsockname(fd, (struct sockaddr *)&me, &mlen))
+		r = iface_holding(&me, out, len);
+	close(fd);
+	return r;
+}
+
+/* Add @dev to the comma-separated @list, once. */
+static void devices_add(char *list, size_t len, const char *dev)
+{
+	char hay[300], needle[IF_NAMESIZE + 3];
+
+	snprintf(hay, sizeof(hay), ",%s,", list);
+	snprintf(needle, sizeof(needle), ",%s,", dev);
+	if (strstr(hay, needle) || strlen(list) + strlen(dev) + 2 > len)
+		return;
+	if (*list)
+		strcat(list, ",");
+	strcat(list, dev);
+}
+
+/*
+ * The interfaces bridge traffic may use: 'device', else the one holding
+ * the listen address and those the kernel routes the peers through.
+ * "lo" is never among the derived ones.  0, or -1 with the reason said.
+ */
+static int lzbr_devices(const struct lzbr_conf *c, char *out, size_t len)
+{
+	char dev[IF_NAMESIZE + 1];
+	int i;
+
+	*out = 0;
+	if (c->devices[0]) {
+		snprintf(out, len, "%s", c->devices);
+		return 0;
+	}
+	if (c->has_listen) {
+		char a[80];
+
+		if (iface_holding(&c->listen, dev, sizeof(dev))) {
+			addr_str(a, sizeof(a), &c->listen);
+			say("listen %s: no interface here has that address", a);
+			return -1;
+		}
+		devices_add(out, len, dev);
+	}
+	for (i = 0; i < c->npeers; i++) {
+		const struct lzbr_peer_conf *p = &c->peers[i];
+		char a[80];
+
+		if (!p->has_addr)
+			continue;
+		if (iface_towards(&p->addr, p->addr_len, dev, sizeof(dev))) {
+			addr_str(a, sizeof(a), &p->addr);
+			say("peer %s: no route to %s (give 'device IFNAME')", p->name, a);
+			return -1;
+		}
+		if (strcmp(dev, "lo"))
+			devices_add(out, len, dev);
+	}
+	if (!*out) {
+		say("no interface for bridge traffic: give 'listen ADDR', a peer's address, or "
+		    "'device IFNAME'");
+		return -1;
+	}
+	return 0;
+}
+
+/* Set UCX variable @name (before UCX reads them), saying when it replaces
+ * the environment's. */
+static void ucx_pin(const char *name, const char *value)
+{
+	const char *was = getenv(name);
+
+	if (was && strcmp(was, value))
+		say("%s=%s from the environment replaced by %s (the configuration decides)", name,
+		    was, value);
+	setenv(name, value, 1);
+}
+
 static int setup(void)
 {
 	ucp_params_t up = {
@@ -1477,6 +1790,28 @@ static int setup(void)
 	sigset_t sigs;
 	int i;
 
+	char devices[256], port[32];
+
+	/* First, before UCX starts any thread: every thread of this process
+	 * then blocks them too, and they reach only the signalfd. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* UCX on the configured network only: its transports, its
+	 * interfaces, its own listener on one known port; and every frame
+	 * whole in one active message (no rendezvous), so that it is
+	 * authenticated before anything is kept of it. */
+	if (lzbr_devices(&br.conf, devices, sizeof(devices)))
+		return -1;
+	snprintf(port, sizeof(port), "%u-%u", br.conf.data_lo, br.conf.data_hi);
+	ucx_pin("UCX_TLS", br.conf.transports);
+	ucx_pin("UCX_NET_DEVICES", devices);
+	ucx_pin("UCX_TCP_PORT_RANGE", port);
+	ucx_pin("UCX_RNDV_THRESH", "inf");
+	dbg("UCX: transports %s, devices %s, its listener on a port in %s", br.conf.transports,
+	    devices, port);
 	st = ucp_config_read(NULL, NULL, &cfg);
 	/* A bridge restarted must listen again at once, whatever its last
 	 * connections left in TIME_WAIT (unless UCX_CM_REUSEADDR says). */
@@ -1511,11 +1846,6 @@ static int setup(void)
 			return -1;
 		}
 	}
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	br.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	br.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (br.sigfd < 0 || br.epfd < 0 ||
@@ -1661,16 +1991,98 @@ static int loop(void)
 	}
 }
 
+/* --genkey, --pubkey: as wg(8) does, base64 on one line. */
+static int key_tool(bool gen)
+{
+	uint8_t sk[LZBR_KEY_SIZE], pk[LZBR_KEY_SIZE];
+	char line[128], out[64];
+	size_t n;
+
+	if (gen) {
+		randombytes_buf(sk, sizeof(sk));
+		lzbr_key_format(out, sizeof(out), sk);
+	} else {
+		if (!fgets(line, sizeof(line), stdin)) {
+			say("--pubkey: no private key on standard input");
+			return 2;
+		}
+		n = strcspn(line, " \t\r\n");
+		line[n] = 0;
+		if (lzbr_key_parse(line, sk) || lzbr_key_public(pk, sk)) {
+			say("--pubkey: not a private key (base64, as --genkey writes)");
+			sodium_memzero(line, sizeof(line));
+			return 2;
+		}
+		sodium_memzero(line, sizeof(line));
+		lzbr_key_format(out, sizeof(out), pk);
+	}
+	sodium_memzero(sk, sizeof(sk));
+	puts(out);
+	return fflush(stdout) ? 1 : 0;
+}
+
+/* Is @dev a WireGuard interface (its uevent says DEVTYPE=wireguard)? */
+static bool dev_wireguard(const char *dev)
+{
+	char path[128], line[128];
+	bool wg = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/uevent", dev);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		wg |= !strcmp(line, "DEVTYPE=wireguard\n");
+	fclose(f);
+	return wg;
+}
+
+/*
+ * --check: the configuration read, and what the bridge would expose.
+ * Bridge traffic on an interface that is not WireGuard's reaches UCX from
+ * anyone who can reach that interface (UCX is not hardened against them:
+ * lzchan-bridged(8), "Security"): a warning unless 'fabric trusted'.
+ */
+static int check_conf(const char *config)
+{
+	char devices[256], *dev, *save;
+
+	printf("%s: bridge '%s', %d peers, %d routes, %d access entries\n", config,
+	       br.conf.name, br.conf.npeers, br.conf.nroutes, br.conf.nallows);
+	if (lzbr_devices(&br.conf, devices, sizeof(devices)))
+		return 2;
+	printf("%s: UCX on %s over %s; its own listener on a port in %u-%u\n", config, devices,
+	       br.conf.transports, br.conf.data_lo, br.conf.data_hi);
+	for (dev = strtok_r(devices, ",", &save); dev; dev = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(dev, ':');
+
+		if (colon)
+			*colon = 0;	/* an RDMA device's port */
+		if (dev_wireguard(dev) || br.conf.trusted)
+			continue;
+		printf("%s: warning: %s is not a WireGuard interface: any host that reaches it "
+		       "reaches UCX, which a hostile host can crash; run bridge traffic over "
+		       "WireGuard, or say 'fabric trusted' if only trusted hosts reach it\n",
+		       config, dev);
+	}
+	return 0;
+}
+
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: lzchan-bridged [-v] -c CONFIG\n"
-		"       lzchan-bridged --check -c CONFIG\n"
-		"       lzchan-bridged --status -c CONFIG\n"
+		"usage: lzchan-bridged [-v] [-c CONFIG]\n"
+		"       lzchan-bridged --check [-c CONFIG]\n"
+		"       lzchan-bridged --status [-c CONFIG]\n"
+		"       lzchan-bridged --genkey > PRIVATE    (then chmod 600 PRIVATE)\n"
+		"       lzchan-bridged --pubkey < PRIVATE\n"
 		"Carries lzchan channels to and from other hosts over UCX (lzchan-bridged(8)).\n"
 		"  -c, --config FILE   the configuration (default /etc/lzchan/bridged.conf)\n"
-		"  --check             read the configuration, say what is wrong, exit\n"
+		"  --check             read the configuration, say what is wrong or unsafe, exit\n"
 		"  --status            print the running bridge's counters (JSON; 'status FILE')\n"
+		"  --genkey            print a new private key (base64)\n"
+		"  --pubkey            print the public key of the private key on stdin\n"
 		"  -v, --verbose       say more\n");
 }
 
@@ -1682,8 +2094,11 @@ int main(int argc, char **argv)
 		{ "status", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "genkey", no_argument, NULL, 'G' },
+		{ "pubkey", no_argument, NULL, 'P' },
 		{ 0 }
 	};
+	bool genkey = false, pubkey = false;
 	const char *config = "/etc/lzchan/bridged.conf";
 	bool check = false, status = false;
 	char err[512];
@@ -1699,6 +2114,12 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			status = true;
+			break;
+		case 'G':
+			genkey = true;
+			break;
+		case 'P':
+			pubkey = true;
 			break;
 		case 'v':
 			verbose++;
@@ -1719,6 +2140,8 @@ int main(int argc, char **argv)
 		say("libsodium failed to initialise");
 		return 1;
 	}
+	if (genkey || pubkey)
+		return key_tool(genkey);
 	if (lzbr_conf_load(&br.conf, config, err, sizeof(err))) {
 		say("%s", err);
 		return 2;
@@ -1742,11 +2165,8 @@ int main(int argc, char **argv)
 		fclose(f);
 		return 0;
 	}
-	if (check) {
-		printf("%s: bridge '%s', %d peers, %d routes, %d access entries\n", config,
-		       br.conf.name, br.conf.npeers, br.conf.nroutes, br.conf.nallows);
-		return 0;
-	}
+	if (check)
+		return check_conf(config);
 	if (setup())
 		return 1;
 	origin_setup();

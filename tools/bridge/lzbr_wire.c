@@ -13,8 +13,9 @@
 #include "lzbr_wire.h"
 
 _Static_assert(sizeof(struct lzbr_hdr) == 32, "the wire header is 32 bytes");
-_Static_assert(sizeof(struct lzbr_hello) == 96, "lzbr_hello");
-_Static_assert(sizeof(struct lzbr_challenge) == 128, "lzbr_challenge");
+_Static_assert(sizeof(struct lzbr_hello) == 112, "lzbr_hello");
+_Static_assert(sizeof(struct lzbr_challenge) == 48, "lzbr_challenge");
+_Static_assert(sizeof(struct lzbr_auth) == 16, "lzbr_auth");
 _Static_assert(sizeof(struct lzbr_open) == 80, "lzbr_open");
 
 /* The payload each type carries: its exact size, or -1 (DATA: up to max). */
@@ -36,9 +37,16 @@ static long lzbr_wire_payload(unsigned int type)
 	}
 }
 
-int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t max_data)
+static bool lzbr_wire_handshake(unsigned int type)
+{
+	return type == LZBR_HELLO || type == LZBR_CHALLENGE || type == LZBR_AUTH;
+}
+
+int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t max_data,
+		    int sealed)
 {
 	struct lzbr_hdr h;
+	size_t tag;
 	long want;
 	bool conn;
 
@@ -48,13 +56,19 @@ int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t m
 	if (h.magic != LZBR_MAGIC || h.version != LZBR_VERSION || h.flags ||
 	    h.type < LZBR_HELLO || h.type > LZBR_TYPE_MAX)
 		return -EPROTO;
-	if (h.len != data_len)
+	/* The handshake is never sealed, everything after it always; an
+	 * ERROR before the keys (a refusal) is the one frame that may be
+	 * either. */
+	tag = sealed && !lzbr_wire_handshake(h.type) ? LZBR_TAG_SIZE : 0;
+	if (!sealed && !lzbr_wire_handshake(h.type) && h.type != LZBR_ERROR)
+		return -EPROTO;
+	if (data_len < tag || h.len != data_len - tag)
 		return -EPROTO;
 	want = lzbr_wire_payload(h.type);
 	if (want < 0) {
-		if (data_len > max_data)
+		if (h.len > max_data)
 			return -EMSGSIZE;
-	} else if (data_len != (size_t)want) {
+	} else if (h.len != (size_t)want) {
 		return -EPROTO;
 	}
 	/* The handshake and ERROR are the connection's; the rest a stream's. */
@@ -78,22 +92,4 @@ int lzbr_wire_name_ok(const char *name, size_t size)
 		if (name[i])
 			return 0;
 	return 1;
-}
-
-void lzbr_wire_mac(uint8_t mac[LZBR_MAC_SIZE], const uint8_t *key, char role,
-		   const uint8_t *nonce_i, const uint8_t *nonce_a, const char *name_i,
-		   const char *name_a)
-{
-	static const char label[] = "lzchan-bridge v1";
-	crypto_auth_hmacsha256_state st;
-
-	crypto_auth_hmacsha256_init(&st, key, LZBR_KEY_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, sizeof(label));
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)&role, 1);
-	crypto_auth_hmacsha256_update(&st, nonce_i, LZBR_NONCE_SIZE);
-	crypto_auth_hmacsha256_update(&st, nonce_a, LZBR_NONCE_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_i, LZBR_NAME_SIZE);
-	crypto_auth_hmacsha256_update(&st, (const unsigned char *)name_a, LZBR_NAME_SIZE);
-	crypto_auth_hmacsha256_final(&st, mac);
-	sodium_memzero(&st, sizeof(st));
 }
