@@ -145,7 +145,10 @@ vm-check: lib selftests
 #                   (lzchan.h and the UAPI <linux/lzchan.h>), lzchan.pc and
 #                   the man pages of sections 3 and 7.  Under PREFIX only:
 #                   an unprivileged user can run it.
-#   install-tools   the tools and their man pages (section 1).  PREFIX only.
+#   install-tools   the tools and their man pages (sections 1 and 8) and,
+#                   where the bridge is built, its systemd unit
+#                   (SYSTEMDUNITDIR, default $(PREFIX)/lib/systemd/system).
+#                   PREFIX only.
 #   install-module  what the module needs on the system: its sources for
 #                   DKMS (as dkms-install), the udev rule, the modules-load.d
 #                   and sysusers.d snippets, the modprobe.d example (as
@@ -160,7 +163,11 @@ PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
 UDEVRULESDIR	?= /usr/lib/udev/rules.d
 MODULESLOADDIR	?= /usr/lib/modules-load.d
 SYSUSERSDIR	?= /usr/lib/sysusers.d
-SYSTEMDUNITDIR	?= /usr/lib/systemd/system
+# The bridge's unit, with the tools: under PREFIX like them (systemd reads
+# /usr/lib/systemd/system and /usr/local/lib/systemd/system); set
+# SYSTEMDUNITDIR=/usr/lib/systemd/system to put it there from another
+# PREFIX, or empty to skip it.
+SYSTEMDUNITDIR	?= $(PREFIX)/lib/systemd/system
 DKMS_SRCDIR	?= /usr/src/lzchan-$(VERSION)
 INSTALL_TOOLS	?= $(TOOLS) $(if $(HAVE_BRIDGE),tools/lzchan-bridged)
 INSTALL_MAN8	= $(if $(HAVE_BRIDGE),$(wildcard man/man8/*.8))
