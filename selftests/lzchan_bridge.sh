@@ -380,6 +380,17 @@ forged() {
 }
 check "a keyless host naming other connections' reply endpoints: dropped and logged" forged
 
+# A handshake under way while a keyless host sends frames that claim to
+# be its own (a refusal, a HELLO, a CHALLENGE, an AUTH, tags made up),
+# before it and between its steps: it completes all the same.
+storm() {
+	on C "$fuzz" storm 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB - > "$tmp/storm.log" 2>&1 ||
+		{ echo "# $(cat "$tmp/storm.log")"; return 1; }
+	echo "# $(cat "$tmp/storm.log")"
+	kill -0 $bpid_B
+}
+check "frames claiming to be a handshaking connection's do not stop its handshake" storm
+
 # C holds its own key pair and says it is hostA: refused.
 impersonation() {
 	! on C "$fuzz" hello 10.231.0.2:14000 hostA "$tmp/C.key" "$pub_B" hostB 1 > "$tmp/imp.log" 2>&1 ||
@@ -431,6 +442,40 @@ peer_flood() {
 	kill -0 $bpid_B
 }
 check "a peer's connections: the newest replaces the older, one is left" peer_flood
+
+# The sending side's bridge killed mid-stream and started again: what
+# its proxy's lane held is never forwarded by the new one (nothing twice,
+# nothing from a sender it cannot name), the lane ends on B as a death,
+# and senders get through again.
+sender_bridge_killed() {
+	local s r ups
+	until_ok 20 proxy_exists A orders@hostB || return 1
+	on B "$tool" recv orders --who --timeout 6000 > "$tmp/ak.out" 2> "$tmp/ak.err" &
+	r=$!
+	rx_wait B orders || return 1
+	on A "$tool" send orders@hostB --timeout 60000 < "$tmp/many" 2>/dev/null &
+	s=$!
+	until_ok 20 lines "$tmp/ak.out" 1000 || { echo "# nothing arrived"; return 1; }
+	ups=$(grep -c "proxy 'orders@hostB' open" "$tmp/A/log")
+	kill -9 $bpid_A
+	wait $bpid_A 2>/dev/null
+	wait $s && { echo "# the sender was not told"; return 1; }
+	bridge_start A
+	until_ok 20 sh -c "[ \$(grep -c \"proxy 'orders@hostB' open\" $tmp/A/log) -gt $ups ]" ||
+		{ echo "# A's bridge did not open its proxy again"; return 1; }
+	echo after-restart | on A "$tool" send orders@hostB --timeout 5000 || return 1
+	wait $r
+	grep -qx after-restart "$tmp/ak.out" || { echo "# 'after-restart' did not arrive"; return 1; }
+	[ -z "$(sort "$tmp/ak.out" | uniq -d | head -3)" ] ||
+		{ echo "# delivered twice: $(sort "$tmp/ak.out" | uniq -d | head -3 | tr '\n' ' ')"; return 1; }
+	! grep -q "uid 4294967295" "$tmp/ak.err" ||
+		{ echo "# a sender nobody can name: $(grep 4294967295 "$tmp/ak.err" | head -2)"; return 1; }
+	grep -q "its sender died" "$tmp/ak.err" ||
+		{ echo "# the lane did not end as a death: $(cat "$tmp/ak.err")"; return 1; }
+	log_has A "ended the one an earlier bridge left" || { echo "# the stale proxy was not ended"; return 1; }
+}
+check "the sending bridge killed mid-stream and restarted: nothing twice, nobody unnamed, the lane lost" \
+	sender_bridge_killed
 
 # SIGTERM (what systemd and kill send) with a sender active: exit 0, the
 # proxies removed first, the sender told.

@@ -14,6 +14,11 @@
  *	UCX puts after each message (ids 1, 3, ... up to its own connection's
  *	and 64 beyond; the even ones make
  *	UCX 1.13 dereference the id as a pointer, lzchan-bridged(8)).
+ *   storm ADDR NAME KEY PEERPUB PEERNAME -
+ *	an honest handshake as NAME on one connection while another, with
+ *	no key, sends frames claiming to be the first's (a refusal, HELLO,
+ *	CHALLENGE and AUTH with made-up tags) before and between its steps;
+ *	exit 0 if it is welcomed all the same.
  *   flood ADDR N SECONDS
  *	opens N connections that never say HELLO and holds them SECONDS.
  *   hello ADDR NAME KEY PEERPUB PEERNAME K
@@ -49,14 +54,14 @@ static struct lzbr_challenge challenge;
 static bool got_challenge, got_welcome, got_error;
 static unsigned int replies;
 
-/* ---- rewriting the reply endpoint id (forge) ----
+/* ---- rewriting the reply endpoint id (forge, storm) ----
  * UCX's TCP transport sends with send() and sendmsg(); the executable's
- * definitions (exported: -rdynamic) come first.  The 8 bytes after a
- * message ending in the marker are UCX's footer, the reply endpoint id. */
-static const char forge_marker[16] = "lzb-forge-marker";
-/* An OPEN's last 16 bytes, which must be valid: uid, pid, max_msg, pad. */
-static const uint32_t forge_open_tail[4] = { 0x217a6c4c, 0x6567726f, 4096, 0 };
-static uint64_t forge_id;		/* 0: leave frames alone */
+ * definitions (exported: -rdynamic) come first.  UCX 1.13 sends a frame's
+ * data, then its header (ours, 32 bytes), then its footer: the reply
+ * endpoint id, 8 bytes.  The frame being sent is found by its header. */
+static struct lzbr_hdr forge_hdr;
+static bool forge_armed;		/* forge_hdr is the frame being sent */
+static uint64_t forge_id;		/* 0: record the true id, change nothing */
 static unsigned int forge_patched, forge_found_id;
 static uint64_t forge_true_id;
 
@@ -64,28 +69,26 @@ static void forge_patch(uint8_t *buf, size_t len)
 {
 	size_t i;
 
-	if (!forge_id || len < sizeof(forge_marker) + 8)
+	if (!forge_armed || len < sizeof(forge_hdr) + 8)
 		return;
-	for (i = 0; i + sizeof(forge_marker) + sizeof(struct lzbr_hdr) + 8 <= len; i++)
-		if (!memcmp(buf + i, forge_marker, sizeof(forge_marker)) ||
-		    !memcmp(buf + i, forge_open_tail, sizeof(forge_open_tail))) {
-			/* UCX 1.13 sends the data, the user header, then
-			 * the footer. */
-			uint8_t *ftr = buf + i + sizeof(forge_marker) + sizeof(struct lzbr_hdr);
+	for (i = 0; i + sizeof(forge_hdr) + 8 <= len; i++)
+		if (!memcmp(buf + i, &forge_hdr, sizeof(forge_hdr))) {
+			uint8_t *ftr = buf + i + sizeof(forge_hdr);
 
 			if (getenv("FZ_DUMP")) {
-				size_t k, from = i > 64 ? i - 64 : 0;
+				size_t k;
 
 				fprintf(stderr, "len %zu at %zu:", len, i);
-				for (k = from; k < len && k < i + 48; k++)
-					fprintf(stderr, "%s%02x", k == i ? " |" : " ", buf[k]);
+				for (k = i; k < len && k < i + 40; k++)
+					fprintf(stderr, " %02x", buf[k]);
 				fprintf(stderr, "\n");
 			}
-
 			memcpy(&forge_true_id, ftr, 8);
-			forge_found_id += forge_true_id < 4096;
-			memcpy(ftr, &forge_id, 8);
-			forge_patched++;
+			forge_found_id += forge_true_id < 65536;
+			if (forge_id) {
+				memcpy(ftr, &forge_id, 8);
+				forge_patched++;
+			}
 		}
 }
 
@@ -94,7 +97,7 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 	uint8_t *copy;
 	ssize_t r;
 
-	if (!forge_id)
+	if (!forge_armed)
 		return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 	copy = malloc(len ? len : 1);
 	if (!copy)
@@ -114,7 +117,7 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	uint8_t *flat;
 	ssize_t r;
 
-	if (!forge_id)
+	if (!forge_armed)
 		return syscall(SYS_sendmsg, fd, msg, flags);
 	for (i = 0; i < msg->msg_iovlen; i++)
 		total += msg->msg_iov[i].iov_len;
@@ -218,6 +221,18 @@ static void fz_send(ucp_ep_h ep, uint8_t type, uint32_t stream, uint64_t seq, ui
 	fz_send_raw(ep, &h, sizeof(h), data, len);
 }
 
+/* Send a frame whose reply endpoint id reads @id (0: as it is, noting
+ * the true one in forge_true_id). */
+static void fz_forged(ucp_ep_h ep, uint64_t id, uint8_t type, uint32_t stream, uint64_t seq,
+		      uint64_t arg, const void *data, uint32_t len)
+{
+	forge_hdr = fz_hdr(type, stream, seq, arg, len);
+	forge_id = id;
+	forge_armed = true;
+	fz_send_raw(ep, &forge_hdr, sizeof(forge_hdr), data, len);
+	forge_armed = false;
+}
+
 /* A frame sealed as the session's next (or as @s says). */
 static void fz_sealed(ucp_ep_h ep, struct lzbr_session *s, uint8_t type, uint32_t stream,
 		      uint64_t seq, uint64_t arg, const void *data, uint32_t len)
@@ -231,6 +246,11 @@ static void fz_sealed(ucp_ep_h ep, struct lzbr_session *s, uint8_t type, uint32_
 	fz_send_raw(ep, &h, sizeof(h), buf, len + LZBR_TAG_SIZE);
 	free(buf);
 }
+
+static uint64_t storm_xid;
+static ucp_ep_h storm_y;
+static const char *storm_name;
+static void fz_storm(ucp_ep_h y, uint64_t xid, const char *name);
 
 struct identity {
 	char name[LZBR_NAME_SIZE], peer[LZBR_NAME_SIZE];
@@ -253,6 +273,8 @@ static bool fz_handshake(ucp_ep_h ep, const struct identity *id, struct lzbr_ses
 		fz_progress_ms(10);
 	if (!got_challenge || lzbr_hs_finish(&hs, &au, s, &challenge, id->sk))
 		return false;
+	if (storm_y)
+		fz_storm(storm_y, storm_xid, storm_name);
 	fz_send(ep, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
 	for (k = 0; k < 200 && !got_welcome && !got_error; k++)
 		fz_progress_ms(10);
@@ -417,28 +439,72 @@ static int mode_forge(const char *channel)
 	if (!e)
 		return 1;
 	fz_progress_ms(100);
-	/* Ids are handed out in order, odd: every one up to this
-	 * connection's own (learnt from the first frame) and some beyond. */
+	/* This connection's own id first (ids are handed out in order, odd):
+	 * then every one up to it and 64 beyond. */
+	fz_forged(e, 0, LZBR_DATA, 1, 1, 0, "id?", 3);
 	for (id = 1; id < 64 || (id < forge_true_id + 64 && id < 65536); id += 2) {
 		memset(&o, 0, sizeof(o));
 		snprintf(o.channel, sizeof(o.channel), "%s", channel);
-		/* Its last 16 bytes are the marker, and valid. */
-		memcpy(&o.uid, forge_open_tail, sizeof(forge_open_tail));
-		forge_id = id;
-		fz_send(e, LZBR_OPEN, 0x7f000000 + (uint32_t)id, 0, 0, &o, sizeof(o));
-		snprintf(msg, sizeof(msg), "forged %-10llu", (unsigned long long)id);
-		memcpy(msg + 32, forge_marker, sizeof(forge_marker));
-		fz_send(e, LZBR_DATA, 0x7f000000 + (uint32_t)id, 1, 0, msg, 32 + sizeof(forge_marker));
-		forge_id = 0;
+		o.uid = 4242;
+		o.pid = 4242;
+		o.max_msg = 4096;
+		fz_forged(e, id, LZBR_OPEN, 0x7f000000 + (uint32_t)id, 0, 0, &o, sizeof(o));
+		snprintf(msg, sizeof(msg), "forged %llu", (unsigned long long)id);
+		fz_forged(e, id, LZBR_DATA, 0x7f000000 + (uint32_t)id, 1, 0, msg,
+			  (uint32_t)strlen(msg));
 		fz_progress_ms(5);
 	}
 	fz_progress_ms(200);
-	printf("forged %u frames, %u with a reply endpoint id found after the marker "
-	       "(the last one true: %llu)\n", forge_patched, forge_found_id,
-	       (unsigned long long)forge_true_id);
+	printf("forged %u frames, found the reply endpoint id in %u (this connection's: %llu)\n",
+	       forge_patched, forge_found_id, (unsigned long long)forge_true_id);
 	fz_close(e);
-	/* Not one frame rewritten: the footer was not where it was looked for. */
+	/* Not one id found: the footer was not where it was looked for. */
 	return forge_found_id ? 0 : 1;
+}
+
+/* Frames from connection @y that claim to be @x's (id @xid): a refusal,
+ * and a HELLO, CHALLENGE and AUTH with tags nobody made. */
+static void fz_storm(ucp_ep_h y, uint64_t xid, const char *name)
+{
+	struct lzbr_hello hi;
+	uint8_t junk[sizeof(struct lzbr_challenge)];
+
+	randombytes_buf(&hi, sizeof(hi));
+	memset(hi.name, 0, sizeof(hi.name));
+	snprintf(hi.name, sizeof(hi.name), "%s", name);
+	randombytes_buf(junk, sizeof(junk));
+	fz_forged(y, xid, LZBR_ERROR, 0, 0, EACCES, NULL, 0);
+	fz_forged(y, xid, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
+	fz_forged(y, xid, LZBR_CHALLENGE, 0, 0, 0, junk, sizeof(struct lzbr_challenge));
+	fz_forged(y, xid, LZBR_AUTH, 0, 0, 0, junk, sizeof(struct lzbr_auth));
+	fz_progress_ms(50);
+}
+
+/* storm: an honest handshake on X while Y claims X's frames throughout. */
+static int mode_storm(const struct identity *id)
+{
+	struct lzbr_session s;
+	ucp_ep_h x = fz_connect(NULL), y = fz_connect(NULL);
+	bool ok;
+
+	if (!x || !y)
+		return 1;
+	fz_progress_ms(100);
+	fz_forged(x, 0, LZBR_DATA, 1, 1, 0, "id?", 3);	/* dropped; tells X's id */
+	if (!forge_found_id) {
+		fprintf(stderr, "storm: X's reply endpoint id not found\n");
+		return 1;
+	}
+	storm_xid = forge_true_id;
+	storm_y = y;
+	storm_name = id->name;
+	fz_storm(y, storm_xid, id->name);		/* before X's HELLO */
+	ok = fz_handshake(x, id, &s);		/* and between its steps */
+	printf("storm on connection %llu: %s\n", (unsigned long long)storm_xid,
+	       ok ? "welcomed" : "not welcomed");
+	fz_close(x);
+	fz_close(y);
+	return ok ? 0 : 1;
 }
 
 static int mode_flood(unsigned int n, unsigned int seconds)
@@ -546,10 +612,12 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3 || lzbr_parse_addr(argv[2], &ss, &sl) || sodium_init() < 0) {
-		fprintf(stderr, "usage: %s fuzz|forge|flood|hello|replay ADDR:PORT ...\n", argv[0]);
+		fprintf(stderr, "usage: %s fuzz|forge|storm|flood|hello|replay ADDR:PORT ...\n",
+			argv[0]);
 		return 2;
 	}
-	if (!strcmp(mode, "fuzz") || !strcmp(mode, "hello") || !strcmp(mode, "replay")) {
+	if (!strcmp(mode, "fuzz") || !strcmp(mode, "hello") || !strcmp(mode, "replay") ||
+	    !strcmp(mode, "storm")) {
 		if (argc != 8 || identity_load(&id, argv[3], argv[4], argv[5], argv[6]))
 			return 2;
 	} else if (!((!strcmp(mode, "forge") && argc == 4) || (!strcmp(mode, "flood") && argc == 5))) {
@@ -573,6 +641,8 @@ int main(int argc, char **argv)
 		ret = mode_hello(&id, (unsigned int)strtoul(argv[7], NULL, 10));
 	else if (!strcmp(mode, "replay"))
 		ret = mode_replay(&id, argv[7]);
+	else if (!strcmp(mode, "storm"))
+		ret = mode_storm(&id);
 	else if (!strcmp(mode, "forge"))
 		ret = mode_forge(argv[3]);
 	else

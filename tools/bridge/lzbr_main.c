@@ -66,6 +66,34 @@ static void say(const char *fmt, ...)
 
 #define dbg(...) do { if (verbose) say(__VA_ARGS__); } while (0)
 
+static uint64_t now_ns(void);
+
+/* What hosts that have proven nothing make us say: at most 20 lines a
+ * second, then how many were left out. */
+static void say_limited(const char *fmt, ...)
+{
+	static uint64_t second;
+	static unsigned int said, dropped;
+	uint64_t now = now_ns();
+	va_list ap;
+
+	if (now - second >= 1000000000ULL) {
+		if (dropped)
+			say("(%u more lines of unauthenticated connections left out)", dropped);
+		second = now;
+		said = dropped = 0;
+	}
+	if (said++ >= 20) {
+		dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	fputs("lzchan-bridged: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -107,7 +135,7 @@ struct sendbuf {
 
 /* What the handshake has to send next (conn_step sends it, once the
  * endpoint's first flush is done). */
-enum conn_due { D_NONE, D_CHALLENGE, D_AUTH, D_WELCOME, D_REFUSE };
+enum conn_due { D_NONE, D_CHALLENGE, D_AUTH, D_WELCOME };
 
 enum conn_state {
 	C_HELLO_DUE,		/* initiator: flushing, then HELLO */
@@ -164,6 +192,8 @@ struct conn {
 	bool keyed;			/* sess is set: every frame is sealed */
 	struct lzbr_session sess;
 	uint64_t unauth;		/* frames naming it that did not open */
+	bool told_refused;		/* an unsealed ERROR was logged */
+	bool refuse_sent, refuse_due;	/* our refusal: once, sent by conn_step */
 	struct msgbuf *inq, **inq_tail;
 	uint64_t inq_bytes;
 	unsigned int inflight;		/* sends UCX holds */
@@ -375,16 +405,33 @@ static void unauth(struct conn *c, const char *what)
 		    (unsigned long long)br.unauth);
 }
 
-/* The handshake refuses this connection: an ERROR, then it closes. */
-static void hs_refuse(struct conn *c, int peer)
+/*
+ * A handshake message that does not prove what it should.  It may be the
+ * peer's (a wrong key pair) or anyone's, naming any connection: the
+ * connection goes on (its deadline ends it), the peer is told once with
+ * an unsealed ERROR (a refusal it can only log), the line is said once
+ * per connection and rate-limited.
+ */
+static void hs_refuse(struct conn *c, int peer, const char *fmt, ...)
 {
+	char line[300];
+	va_list ap;
+
 	if (peer >= 0)
 		br.ps[peer].refused++;
-	c->due = D_REFUSE;
+	unauth(c, "a handshake message that does not authenticate");
+	if (c->refuse_sent)
+		return;
+	c->refuse_sent = true;
+	c->refuse_due = true;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	say_limited("%s", line);
 }
 
 /* A handshake message, checked here (in UCX's callback) so that nothing
- * unauthenticated is ever queued; conn_step sends the answer. */
+ * unauthenticated is ever queued or acted on; conn_step sends the answer. */
 static void hs_recv(struct conn *c, const struct lzbr_hdr *h, const void *data)
 {
 	int peer;
@@ -400,17 +447,15 @@ static void hs_recv(struct conn *c, const struct lzbr_hdr *h, const void *data)
 		}
 		if (!lzbr_wire_name_ok(hi.name, sizeof(hi.name)) ||
 		    (peer = lzbr_conf_peer(&br.conf, hi.name)) < 0) {
-			say("%s: a bridge calling itself '%.*s' is not a configured peer: refused",
-			    c->where, lzbr_wire_name_ok(hi.name, sizeof(hi.name)) ? LZBR_NAME_SIZE : 0,
-			    hi.name);
-			hs_refuse(c, -1);
+			hs_refuse(c, -1, "%s: a bridge calling itself '%.*s' is not a configured peer: "
+				  "refused", c->where, lzbr_wire_name_ok(hi.name, sizeof(hi.name)) ?
+				  LZBR_NAME_SIZE : 0, hi.name);
 			return;
 		}
 		if (lzbr_hs_accept(&c->hs, &c->ch_out, &c->sess, &hi, br.conf.sk, br.conf.pk,
 				   br.conf.peers[peer].pk, br.conf.name)) {
-			say("%s: a HELLO as '%s' that does not prove its key (wrong key pair, or "
-			    "not that peer): refused", c->where, hi.name);
-			hs_refuse(c, peer);
+			hs_refuse(c, peer, "%s: a HELLO as '%s' that does not prove its key (wrong key "
+				  "pair, or not that peer): refused", c->where, hi.name);
 			return;
 		}
 		c->peer = peer;
@@ -421,18 +466,22 @@ static void hs_recv(struct conn *c, const struct lzbr_hdr *h, const void *data)
 	}
 	case LZBR_CHALLENGE: {
 		struct lzbr_challenge ch;
+		struct lzbr_hs hs = c->hs;	/* a failed check leaves c's as it was */
 
 		memcpy(&ch, data, sizeof(ch));
 		if (!c->initiator || c->state != C_HELLO_SENT || c->due != D_NONE) {
 			unauth(c, "an unexpected CHALLENGE");
 			return;
 		}
-		if (lzbr_hs_finish(&c->hs, &c->au_out, &c->sess, &ch, br.conf.sk)) {
-			say("peer %s (%s): the peer could not prove it holds its key (or is not who "
-			    "it should be): refused", peer_name(c), c->where);
-			hs_refuse(c, c->peer);
+		if (lzbr_hs_finish(&hs, &c->au_out, &c->sess, &ch, br.conf.sk)) {
+			sodium_memzero(&hs, sizeof(hs));
+			hs_refuse(c, c->peer, "peer %s (%s): a CHALLENGE that does not prove its key "
+				  "(a wrong key pair there, or not who it should be): refused",
+				  peer_name(c), c->where);
 			return;
 		}
+		sodium_memzero(&hs, sizeof(hs));
+		sodium_memzero(&c->hs, sizeof(c->hs));
 		c->keyed = true;
 		c->state = C_AUTH_SENT;
 		c->due = D_AUTH;
@@ -447,8 +496,8 @@ static void hs_recv(struct conn *c, const struct lzbr_hdr *h, const void *data)
 			return;
 		}
 		if (lzbr_hs_confirm(&c->hs, &au)) {
-			say("peer %s (%s): wrong key: refused", peer_name(c), c->where);
-			hs_refuse(c, c->peer);
+			hs_refuse(c, c->peer, "peer %s (%s): an AUTH that does not prove its key: "
+				  "refused", peer_name(c), c->where);
 			return;
 		}
 		c->due = D_WELCOME;
@@ -466,7 +515,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 	struct msgbuf *m;
 
 	(void)arg;
-	if (!c || c->err || c->due == D_REFUSE) {
+	if (!c || c->err) {
 		if (!c)
 			unauth(NULL, "a frame");
 		return UCS_OK;		/* none, or one being closed: dropped */
@@ -491,17 +540,28 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
 		hs_recv(c, &h, data);
 		return UCS_OK;
 	}
-	if (!c->keyed) {		/* an ERROR before the keys: a refusal */
+	if (!c->keyed) {
 refused:
-		if (c->state != C_UP)
-			conn_fail(c, h.arg == EACCES ? EACCES : EPROTO, h.arg == EACCES ?
-				  "the peer refused us (wrong key pair, or not its peer)" :
-				  "the peer gave up the handshake");
+		/* An ERROR before the keys: the peer's refusal, or anyone's
+		 * forgery (it may name any connection).  Said, not acted on:
+		 * the handshake's deadline ends the connection if it was the
+		 * peer's. */
+		if (!c->told_refused)
+			say("%s %s: an unauthenticated refusal (%s) naming this connection: the "
+			    "peer refused us (wrong key pair, or not its peer), or a forgery; "
+			    "the handshake goes on until its deadline", c->initiator ? "peer" :
+			    "from", c->initiator ? peer_name(c) : c->where,
+			    h.arg < 4096 ? strerror((int)h.arg) : "?");
+		c->told_refused = true;
+		unauth(c, "an unauthenticated ERROR");
 		return UCS_OK;
 	}
-	m = malloc(sizeof(*m) + h.len);
-	if (!m) {
-		conn_fail(c, ENOMEM, "out of memory");
+	/* Not more than the connection may hold, and only what memory
+	 * allows: a frame that could not be kept is dropped, as one that
+	 * does not open (it may name any connection). */
+	if (c->inq_bytes + sizeof(*m) + h.len > inq_limit(c) ||
+	    !(m = malloc(sizeof(*m) + h.len))) {
+		unauth(c, "a frame larger than the connection may hold");
 		return UCS_OK;
 	}
 	if (lzbr_unseal(&c->sess, &h, data, length, m->data)) {
@@ -513,11 +573,6 @@ refused:
 	if (c->state != C_UP && h.type != LZBR_WELCOME && h.type != LZBR_ERROR) {
 		free(m);
 		conn_fail(c, EPROTO, "a stream message before the handshake");
-		return UCS_OK;
-	}
-	if (c->inq_bytes + sizeof(*m) + h.len > inq_limit(c)) {
-		free(m);
-		conn_fail(c, EPROTO, "sent past its credit");
 		return UCS_OK;
 	}
 	m->h = h;
@@ -639,9 +694,9 @@ static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_st
 	if (a->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
 		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
+	if (a->ss_family == AF_INET6)	/* a /64: one host's to take many of */
 		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 8);
 	return true;		/* no address: one bucket */
 }
 
@@ -683,7 +738,7 @@ static void half_open_room(const struct sockaddr_storage *from)
 					if (!first || p->born < first->born)
 						first = p;
 				}
-			if (k > top) {
+			if (k > top || (k == top && first->born < oldest_top->born)) {
 				top = k;
 				oldest_top = first;
 			}
@@ -1168,10 +1223,28 @@ static void route_up(struct route *r, struct conn *c)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int ret, fd;
 
-	/* OWNED: a channel of that name someone else made is not ours to
-	 * receive (nor to remove later). */
-	ret = lzchan_open(&r->rx, r->rc->proxy, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_OWNED,
-			  &r->rc->opts);
+	/* A proxy of ours that is there already is an earlier bridge's, left
+	 * behind when it was killed: never adopted (what its lanes hold
+	 * was sent to a bridge that is gone, some of it forwarded already,
+	 * from senders we cannot name), but ended -- its senders get EPIPE
+	 * -- and removed.  OWNED: a channel of that name someone else made
+	 * is not ours to receive, nor to remove. */
+	ret = lzchan_open(&r->rx, r->rc->proxy, LZCHAN_RECEIVER | LZCHAN_OWNED, NULL);
+	if (!ret) {
+		say("proxy '%s': ended the one an earlier bridge left; its senders' messages "
+		    "there are not forwarded (they get EPIPE)", r->rc->proxy);
+		lzchan_unlink(r->rc->proxy);
+		lzchan_close_lost(r->rx);
+		r->rx = NULL;
+	} else if (ret != -ENOENT) {
+		say("proxy '%s': %s", r->rc->proxy, ret == -EPERM ?
+		    "a channel of that name is another user's" : ret == -EBUSY ?
+		    "another process receives a channel of that name" : strerror(-ret));
+		r->rx = NULL;
+		goto fail;
+	}
+	ret = lzchan_open(&r->rx, r->rc->proxy,
+			  LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL | LZCHAN_OWNED, &r->rc->opts);
 	if (!ret)
 		ret = lzchan_geometry(r->rx, &g);
 	if (ret) {
@@ -1373,7 +1446,10 @@ static void conn_fail(struct conn *c, int err, const char *why)
 	c->err = err ? err : EIO;
 	if (c->peer >= 0 && c->state != C_UP && err == EACCES)
 		br.ps[c->peer].refused++;
-	say("peer %s: connection closed: %s", peer_name(c), why);
+	if (!c->initiator && c->state != C_UP)	/* nobody proven: a flood may be */
+		say_limited("%s: connection closed before its handshake: %s", c->where, why);
+	else
+		say("peer %s: connection closed: %s", peer_name(c), why);
 }
 
 static void ep_close_done(void *request, ucs_status_t status, void *user_data)
@@ -1519,6 +1595,15 @@ static void conn_handshake(struct conn *c)
 		br.work = true;
 		return;
 	}
+	if (c->refuse_due) {
+		bool keyed = c->keyed;
+
+		c->refuse_due = false;
+		c->keyed = false;		/* a refusal goes unsealed */
+		conn_send(c, LZBR_ERROR, 0, 0, EACCES, NULL, 0);
+		c->keyed = keyed;
+		br.work = true;
+	}
 	switch (c->due) {
 	case D_NONE:
 		return;
@@ -1530,11 +1615,8 @@ static void conn_handshake(struct conn *c)
 		break;
 	case D_WELCOME:
 		conn_send(c, LZBR_WELCOME, 0, 0, 0, NULL, 0);
-		conn_up(c);
-		break;
-	case D_REFUSE:
-		c->keyed = false;		/* a refusal goes unsealed */
-		conn_error(c, EACCES, "refused");
+		if (!c->err)
+			conn_up(c);
 		break;
 	}
 	if (c->due != D_CHALLENGE)	/* the acceptor checks AUTH with it */
@@ -1584,6 +1666,7 @@ static void conn_reap(void)
 				c->inq = m->next;
 				free(m);
 			}
+			sodium_memzero(c, sizeof(*c));	/* its keys with it */
 			free(c);
 			continue;
 		}
@@ -2011,6 +2094,7 @@ static int key_tool(bool gen)
 		if (lzbr_key_parse(line, sk) || lzbr_key_public(pk, sk)) {
 			say("--pubkey: not a private key (base64, as --genkey writes)");
 			sodium_memzero(line, sizeof(line));
+			sodium_memzero(sk, sizeof(sk));
 			return 2;
 		}
 		sodium_memzero(line, sizeof(line));
@@ -2018,6 +2102,7 @@ static int key_tool(bool gen)
 	}
 	sodium_memzero(sk, sizeof(sk));
 	puts(out);
+	sodium_memzero(out, sizeof(out));
 	return fflush(stdout) ? 1 : 0;
 }
 
