@@ -1341,6 +1341,28 @@ static void __lz_rx_ended(struct lzchan *ch, uint32_t i, uint32_t gen)
 }
 
 /* Lane @i has nothing ready at peek: report a status change if any. */
+/*
+ * A pad the peek skipped while views were outstanding stays behind the
+ * head when they are released: nothing releases it (no view covers it),
+ * the head never reaches the peek, and the sender, whose next message
+ * needs the ring from its start, waits for ever.  Once the head is at
+ * the pad -- the views before it released -- take it: it runs to the
+ * ring's end (__lz_rx_look() checked it when it skipped it), which the
+ * peek has passed.  Pairs with the sender's release store of the pad's
+ * seq; a sender that rewrote the slot since only makes us keep it.
+ */
+static void __lz_rx_pad_behind(struct lzchan *ch, struct __lzchan_rxlane *rl)
+{
+	const struct lzchan_slot_hdr *h;
+	uint32_t idx = rl->head & ch->f.mask, end = rl->head + (ch->f.slot_count - idx);
+
+	if (rl->head == rl->peek || !idx || end - rl->head > rl->peek - rl->head)
+		return;
+	h = __lzchan_slot(ch, rl->slots, rl->head);
+	if (__lz_load_acq(&h->seq) == rl->head + 1 && (__lz_load(&h->len) & LZCHAN_SLOT_PAD))
+		rl->head = end;
+}
+
 static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
@@ -1348,6 +1370,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	uint64_t st;
 	int r;
 
+	__lz_rx_pad_behind(ch, rl);
 	if (rl->peek != rl->head)
 		return -EAGAIN;		/* views outstanding: no verdict yet */
 	/* Caught up: let the sender see all the room (lazy flow control
@@ -1427,6 +1450,23 @@ static bool __lz_rx_broken_over(struct lzchan *ch, uint32_t i)
 	 * word must not end a live sender's lane for ever). */
 	return LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->peek == rl->head &&
 	       __lz_rx_sender_gone(ch, i, false);
+}
+
+/*
+ * The generation a view of lane @rl carries: its sender's.  A lane first
+ * read straight from its slots (lzchan_peek_lane() on a lane the library
+ * has not polled before) does not know it yet (0, see __lz_rx_empty()):
+ * learn it from the lane status, whose sender is the one that wrote what
+ * is there -- another could have the lane only after an end of stream
+ * the receiver was told of.  A view carrying 0 would never be released
+ * (lzchan_release() ignores views of another generation), and the lane
+ * would fill up behind it.  Pairs with the release store of the status.
+ */
+static inline uint32_t __lz_rx_view_gen(struct __lzchan_rxlane *rl)
+{
+	if (__lzchan_unlikely(!rl->gen))
+		rl->gen = LZCHAN_STATUS_GEN(__lz_load_acq(&rl->info->status));
+	return rl->gen;
 }
 
 /* Lane @i was just found holding garbage (-EBADMSG is being reported). */
@@ -1548,7 +1588,7 @@ static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m
 	}
 	rl->idle = 0;
 	rl->peek = m->__end;
-	m->__gen = rl->gen;
+	m->__gen = __lz_rx_view_gen(rl);
 	return 0;
 }
 
@@ -1565,7 +1605,7 @@ static int __lz_rx_lane_more(struct lzchan *ch, uint32_t i, struct lzchan_msg *m
 	m->lane = i;
 	rl->idle = 0;
 	rl->peek = m->__end;
-	m->__gen = rl->gen;
+	m->__gen = __lz_rx_view_gen(rl);
 	return 0;
 }
 
@@ -1969,7 +2009,7 @@ static inline int __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan
 	m->len = raw;
 	m->lane = i;
 	m->__end = pos + 1;
-	m->__gen = rl->gen;
+	m->__gen = __lz_rx_view_gen(rl);
 	rl->peek = pos + 1;
 	rl->idle = 0;
 	return 1;

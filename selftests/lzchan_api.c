@@ -1642,6 +1642,89 @@ TEST(per_lane_receiver_sees_a_killed_sender)
 	lzchan_unlink(name);
 }
 
+/*
+ * Views held across an arm, released later in order (as a forwarding
+ * receiver does once the far end acknowledges): the release gives the
+ * sender its room back.  A lane read first with lzchan_peek_lane() did
+ * not know its sender's generation, its views carried 0, and every
+ * release was ignored: the sender waited on a full lane for ever.
+ */
+TEST(views_of_a_fresh_lane_held_across_an_arm_are_released)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("heldviews");
+	struct lzchan_msg v[64], extra;
+	struct lzchan *rx, *tx;
+	int n = 0, k, armed = 0;
+
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	while (n < 64 && lzchan_send(tx, "12345678", 8) == 0)
+		n++;
+	ASSERT_LT(8, n);
+	ASSERT_EQ(-EAGAIN, lzchan_send(tx, "x", 1));
+	for (k = 0; k < n; k++)
+		ASSERT_EQ(0, lzchan_peek_lane(rx, 0, &v[k]));
+	ASSERT_EQ(-EAGAIN, lzchan_peek_lane(rx, 0, &extra));
+	/* The event loop goes to sleep with the views held (where the
+	 * backend has an event fd), then the acknowledgements come. */
+	for (k = 0; k < 100 && !armed; k++)
+		armed = lzchan_arm(rx) == 0;
+	for (k = 0; k < n; k++)
+		lzchan_release(rx, &v[k]);
+	EXPECT_EQ(0, lzchan_send(tx, "after", 5)) TH_LOG("no room after %d releases (armed %d)", n, armed);
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/*
+ * A pad the receiver skips while a view is held: once the view is
+ * released, the next look gives the sender the whole ring, pad and all.
+ * The pad stayed behind the head (no view covers it): a sender whose
+ * next message needed the ring from its start waited for ever.
+ */
+TEST(pad_skipped_under_a_held_view_is_released)
+{
+	struct lzchan_opts o = lz_opts(64, 64, 2);
+	const char *name = lz_name("padview");
+	static char big[64 * 64];
+	struct lzchan_msg v, w;
+	struct lzchan_geom g;
+	struct lzchan *rx, *tx;
+	int k, r = -EAGAIN;
+
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE, &o));
+	ASSERT_EQ(0, lzchan_open(&tx, name, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	ASSERT_GE(sizeof(big), g.max_msg);
+	/* One slot, then the largest message: the ring's end is near. */
+	ASSERT_EQ(0, lzchan_send(tx, big, 1));
+	ASSERT_EQ(0, lzchan_peek_lane(rx, 0, &v));
+	lzchan_release(rx, &v);
+	ASSERT_EQ(0, lzchan_send(tx, big, g.max_msg));
+	ASSERT_EQ(0, lzchan_peek_lane(rx, 0, &v));
+	lzchan_release(rx, &v);
+	/* A small one, its view held ... */
+	ASSERT_EQ(0, lzchan_send(tx, big, 100));
+	ASSERT_EQ(0, lzchan_peek_lane(rx, 0, &v));
+	/* ... while the sender pads to the ring's end for the next largest
+	 * one and waits for the room, and the receiver looks (skipping the
+	 * pad) ... */
+	EXPECT_EQ(-EAGAIN, lzchan_send(tx, big, g.max_msg));
+	EXPECT_EQ(-EAGAIN, lzchan_peek_lane(rx, 0, &w));
+	/* ... then releases the view and looks again: all the room. */
+	lzchan_release(rx, &v);
+	for (k = 0; k < 4 && r == -EAGAIN; k++) {
+		EXPECT_EQ(-EAGAIN, lzchan_peek_lane(rx, 0, &w));
+		r = lzchan_send(tx, big, g.max_msg);
+	}
+	EXPECT_EQ(0, r) TH_LOG("the largest message found no room after the release");
+	lzchan_close(tx);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
 TEST(clean_close_or_crash)
 {
 	struct lzchan_opts o = lz_opts(64, 64, 2);
