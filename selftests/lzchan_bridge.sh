@@ -74,6 +74,7 @@ route orders@hostB slots=256
 route slow@hostB slots=256
 route kill@hostB slots=256
 route secret@hostB slots=256
+route gone@hostB slots=256
 EOF
 cat > "$tmp/B/conf" <<EOF
 name hostB
@@ -82,7 +83,7 @@ listen 10.231.0.2:14000
 private-key $tmp/B.key
 peer hostA public-key=$pub_A
 peer hostC public-key=$pub_C
-allow hostA orders slow kill
+allow hostA orders slow kill gone
 allow hostC orders
 EOF
 cat > "$tmp/C/conf" <<EOF
@@ -132,7 +133,7 @@ log_has() { grep -q -- "$2" "$tmp/$1/log"; }
 
 seq -f "many %.0f" 1 2000000 > "$tmp/many"	# more than any test takes
 on B "$tool" create orders --slots 256 >/dev/null
-for ch in secret slow kill; do on B "$tool" create $ch --slots 256 >/dev/null; done
+for ch in secret slow kill gone; do on B "$tool" create $ch --slots 256 >/dev/null; done
 # B's origin directory: a record an earlier bridge left, and a file that
 # is not a record (the directory is the administrator's to choose).
 mkdir -p "$tmp/B/origin"
@@ -300,13 +301,34 @@ check "the receiving bridge killed and restarted: EPIPE, then senders get throug
 
 # 6: a channel B's access list does not give A: refused, nothing delivered.
 not_allowed() {
+	local rc
 	until_ok 20 proxy_exists A secret@hostB || return 1
-	echo leaked | on A "$tool" send secret@hostB --timeout 5000 2>/dev/null
+	echo leaked | on A "$tool" send secret@hostB --timeout 5000 2>"$tmp/acl.err"
+	rc=$?
 	until_ok 20 log_has B "'secret' is not on its access list" ||
 		{ echo "# B did not refuse"; return 1; }
-	! on B "$tool" recv secret --timeout 500 | grep -q leaked
+	! on B "$tool" recv secret --timeout 500 | grep -q leaked || return 1
+	# ... and the sender is told: not status 0 for a message nobody took.
+	[ $rc != 0 ] && grep -q EPIPE "$tmp/acl.err" ||
+		{ echo "# the sender: status $rc, '$(cat "$tmp/acl.err")'"; return 1; }
 }
-check "a channel not on the access list is refused" not_allowed
+check "a channel not on the access list is refused, and the sender told (EPIPE, status 1)" not_allowed
+
+# A remote channel whose receiver has left: the sender is told, as it is
+# locally (EPIPE, status 1), not status 0 for a message dropped there.
+remote_rx_gone() {
+	local rc
+	until_ok 20 proxy_exists A gone@hostB || return 1
+	on B "$tool" recv gone --count 1 --timeout 10000 > /dev/null &
+	local r=$!
+	rx_wait B gone || return 1
+	echo first | on B "$tool" send gone --timeout 5000 && wait $r || return 1
+	echo lost | on A "$tool" send gone@hostB --timeout 5000 2>"$tmp/gone.err"
+	rc=$?
+	[ $rc = 1 ] && grep -q EPIPE "$tmp/gone.err" ||
+		{ echo "# the sender: status $rc, '$(cat "$tmp/gone.err")'"; return 1; }
+}
+check "a remote receiver that left: the sender gets EPIPE, status 1" remote_rx_gone
 
 # 7: a bridge with a key pair B does not know: refused, no proxy appears
 # on it.  (B finds out first: C's HELLO does not prove hostC's key.)

@@ -223,6 +223,22 @@ struct ostream {
 					 * its sender goes (-EPIPE) */
 	bool stalled;			/* waiting for credit (counted once) */
 	int cause;
+	/* Sent, not yet delivered there: kept in the proxy's lane (views,
+	 * in order) until the far bridge's credit says they are in the
+	 * channel there.  So a sender's lzchan_flush() returns only once
+	 * its messages are delivered, and -EPIPE when the far side refused
+	 * or lost them. */
+	struct unacked *ua;		/* a ring of ua_cap (the lane's slots) */
+	uint32_t ua_head, ua_n;
+	uint32_t ua_slots;		/* ... and the lane's slots they fill */
+	bool ack_stalled;		/* the lane is full of them (counted once) */
+	uint64_t acked;			/* credit back, not yet matched to messages */
+};
+
+struct unacked {
+	struct lzchan_msg view;
+	uint64_t cost;
+	uint32_t slots;
 };
 
 struct route {
@@ -232,6 +248,8 @@ struct route {
 	struct ostream *lanes;
 	uint32_t nlanes;
 	uint32_t max_msg;		/* the proxy's */
+	uint32_t slots;			/* ... and its slots per lane */
+	uint32_t slot_size;
 	bool blocked;
 	bool fd_off;			/* its event fd out of epoll's set */			/* a lane waits for OPENED or credit */
 	uint64_t retry_at;
@@ -243,7 +261,8 @@ struct peer_stats {
 	uint64_t refused;		/* handshakes refused (either side) */
 	uint64_t sent_msgs, sent_bytes;	/* our senders' messages, to it */
 	uint64_t recv_msgs, recv_bytes;	/* its senders', into our channels */
-	uint64_t credit_stalls;		/* a lane of ours waited for its credit */
+	uint64_t credit_stalls;		/* a lane of ours waited for its credit, or
+					 * was full of messages not yet acknowledged */
 	uint64_t lane_stalls;		/* one of our channels' lanes was full */
 	uint64_t stream_errors;		/* streams ended by an error */
 	uint64_t streams;		/* streams opened, both ways */
@@ -1177,6 +1196,39 @@ static struct route *route_of_stream(struct conn *c, uint32_t id, struct ostream
 	return NULL;
 }
 
+/* Credit came back for @bytes delivered there: release the messages it
+ * covers (in order: each costs what it took of the credit). */
+static void ostream_acked(struct route *r, struct ostream *os, uint64_t bytes)
+{
+	struct lzchan_msg last;
+	bool any = false;
+
+	os->acked += bytes;
+	while (os->ua_n && os->ua[os->ua_head].cost <= os->acked) {
+		os->acked -= os->ua[os->ua_head].cost;
+		os->ua_slots -= os->ua[os->ua_head].slots;
+		os->ack_stalled = false;
+		last = os->ua[os->ua_head].view;
+		any = true;
+		os->ua_head = (os->ua_head + 1) % r->slots;
+		os->ua_n--;
+	}
+	if (any)
+		lzchan_release(r->rx, &last);	/* and every earlier one */
+}
+
+/* The lane's stream is over: what it still holds unacknowledged is left
+ * (its views are stale once the lane's sender is gone). */
+static void ostream_reset(struct ostream *os)
+{
+	struct unacked *ua = os->ua;
+	bool broken = os->broken;
+
+	memset(os, 0, sizeof(*os));
+	os->broken = broken;
+	os->ua = ua;
+}
+
 static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 {
 	struct ostream *os = NULL;
@@ -1201,6 +1253,7 @@ static void ostream_reply(struct conn *c, const struct lzbr_hdr *h)
 			return;
 		}
 		os->credit += h->arg;
+		ostream_acked(r, os, h->arg);
 		break;
 	case LZBR_REFUSED:
 	case LZBR_ENDED:
@@ -1253,6 +1306,8 @@ static void route_up(struct route *r, struct conn *c)
 	}
 	r->nlanes = g.max_senders;
 	r->max_msg = g.max_msg;
+	r->slots = g.slot_count;
+	r->slot_size = g.slot_size;
 	r->lanes = calloc(r->nlanes, sizeof(*r->lanes));
 	fd = lzchan_event_fd(r->rx);
 	ev.data.ptr = r;
@@ -1293,8 +1348,8 @@ static void route_down(struct route *r, const char *why, bool lost)
 	for (l = 0; l < r->nlanes; l++) {
 		struct ostream *os = &r->lanes[l];
 
-		if (os->has_pend)
-			lzchan_release(r->rx, &os->pend);
+		/* Nothing undelivered is released (os->pend, os->ua): the
+		 * senders' lzchan_flush() says -EPIPE for it. */
 		/* The peer still holds the lane's stream: end it there (its
 		 * sender's last messages are lost with the proxy). */
 		if (os->state != OS_NONE && r->conn && r->conn->state == C_UP && !r->conn->err)
@@ -1307,6 +1362,8 @@ static void route_down(struct route *r, const char *why, bool lost)
 	else
 		lzchan_close(r->rx);
 	r->rx = NULL;
+	for (l = 0; l < r->nlanes; l++)
+		free(r->lanes[l].ua);
 	free(r->lanes);
 	r->lanes = NULL;
 	r->conn = NULL;
@@ -1316,7 +1373,7 @@ static void route_down(struct route *r, const char *why, bool lost)
 static void route_pump(struct route *r)
 {
 	struct conn *c = r->conn;
-	uint32_t l;
+	uint32_t l, k;
 
 	r->blocked = false;
 	for (l = 0; l < r->nlanes && r->rx; l++) {
@@ -1366,6 +1423,11 @@ static void route_pump(struct route *r)
 					os->eos = false;	/* came and went, silent */
 					continue;
 				}
+				if (!os->ua && !(os->ua = calloc(r->slots, sizeof(*os->ua)))) {
+					route_down(r, "out of memory", true);
+					r->retry_at = now_ns() + PROXY_RETRY_NS;
+					return;
+				}
 				memcpy(o.channel, r->rc->channel, sizeof(o.channel));
 				lzchan_peer(r->rx, l, &o.pid, &o.uid, NULL);
 				o.max_msg = r->max_msg;
@@ -1392,7 +1454,7 @@ static void route_pump(struct route *r)
 					r->retry_at = now_ns() + PROXY_RETRY_NS;
 					return;
 				}
-				if (cost > os->credit) {
+				if (cost > os->credit || os->ua_n == r->slots) {
 					if (!os->stalled)
 						br.ps[c->peer].credit_stalls++;
 					os->stalled = true;
@@ -1407,19 +1469,24 @@ static void route_pump(struct route *r)
 				os->seq++;
 				br.ps[c->peer].sent_msgs++;
 				br.ps[c->peer].sent_bytes += os->pend.len;
-				lzchan_release(r->rx, &os->pend);
+				k = (os->pend.len + 8 + r->slot_size - 1) / r->slot_size;
+				os->ua[(os->ua_head + os->ua_n) % r->slots] =
+					(struct unacked){ .view = os->pend, .cost = cost, .slots = k };
+				os->ua_n++;
+				os->ua_slots += k;
+				/* The lane nearly full of what the far end has not
+				 * acknowledged: its sender waits on the far side. */
+				if (os->ua_slots >= r->slots - r->slots / 8 && !os->ack_stalled) {
+					br.ps[c->peer].credit_stalls++;
+					os->ack_stalled = true;
+				}
 				os->has_pend = false;
 				continue;
 			}
 			/* os->eos: the END, after its last message. */
 			if (conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0))
 				return;
-			{
-				bool broken = os->broken;
-
-				memset(os, 0, sizeof(*os));
-				os->broken = broken;
-			}
+			ostream_reset(os);
 		}
 	}
 }
