@@ -55,6 +55,12 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_bench sh ./lzchan_bench.sh "$top/tools/lzchan-bench"
 	# The bridge between hosts: three network namespaces, UCX over TCP.
 	suite host/lzchan_bridge bash ./lzchan_bridge.sh "$top"
+	# ... and the bridge under ASan+UBSan through the same suite, every
+	# hostile scenario included (where UCX and libsodium are installed).
+	if [ -x "$top/selftests/san/lzchan-bridged.asan" ]; then
+		suite host/asan/lzchan_bridge env LZCHAN_BRIDGED="$top/selftests/san/lzchan-bridged.asan" \
+			LZCHAN_BRIDGE_MSGS=50000 bash ./lzchan_bridge.sh "$top"
+	fi
 	for k in $kernels; do
 		"$top/scripts/vm-run.sh" "$k" 2>&1
 	done

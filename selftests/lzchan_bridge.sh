@@ -6,7 +6,9 @@
 # netns); SKIPs without it, without ip, or without the bridge built.
 # usage: lzchan_bridge.sh TOP   (the source tree, built)
 top=${1:?usage: $0 TOP}
-bridged=$top/tools/lzchan-bridged
+# LZCHAN_BRIDGED=PATH runs another build of the bridge (check.sh: the
+# ASan+UBSan one); the key tools are the same program.
+bridged=${LZCHAN_BRIDGED:-$top/tools/lzchan-bridged}
 tool=$top/tools/lzchan
 fuzz=$top/selftests/lzchan_bridge_fuzz
 n=0 failed=0

@@ -269,14 +269,16 @@ static bool fz_handshake(ucp_ep_h ep, const struct identity *id, struct lzbr_ses
 	if (lzbr_hs_hello(&hs, &hi, id->sk, id->pk, id->peer_pk, id->name, id->peer))
 		return false;
 	fz_send(ep, LZBR_HELLO, 0, 0, 0, &hi, sizeof(hi));
-	for (k = 0; k < 200 && !got_challenge && !got_error; k++)
+	/* An ERROR now proves nothing (unsealed: anyone's, as the bridge
+	 * treats ours): wait for the answer or the deadline. */
+	for (k = 0; k < 200 && !got_challenge; k++)
 		fz_progress_ms(10);
 	if (!got_challenge || lzbr_hs_finish(&hs, &au, s, &challenge, id->sk))
 		return false;
 	if (storm_y)
 		fz_storm(storm_y, storm_xid, storm_name);
 	fz_send(ep, LZBR_AUTH, 0, 0, 0, &au, sizeof(au));
-	for (k = 0; k < 200 && !got_welcome && !got_error; k++)
+	for (k = 0; k < 200 && !got_welcome; k++)
 		fz_progress_ms(10);
 	s->rx_n++;			/* WELCOME was the acceptor's first */
 	return got_welcome;
