@@ -373,13 +373,13 @@ crosses() {
 }
 
 # Only the configured sockets listen: the listen address, and UCX's own
-# listener on a port of the data ports (default: the 16 after it);
+# listener on a port of the data ports (default: the 64 after it);
 # nothing on lo or another address.
 listeners() {
 	local got
 	got=$(ip netns exec "$B" ss -ltnH | awk '{ print $4 }' | sort | tr '\n' ' ')
 	case $got in
-	"10.231.0.2:14000 10.231.0.2:1400"[1-9]" " | "10.231.0.2:14000 10.231.0.2:1401"[0-6]" ") ;;
+	"10.231.0.2:14000 10.231.0.2:140"[0-6][0-9]" ") ;;
 	*) echo "# B listens on: $got"; return 1 ;;
 	esac
 }
@@ -500,6 +500,53 @@ sender_bridge_killed() {
 }
 check "the sending bridge killed mid-stream and restarted: nothing twice, nobody unnamed, the lane lost" \
 	sender_bridge_killed
+
+# Two bridges that route to each other, started together, 20 times: both
+# proxies open within 5 s every time.  (A bridge whose first connect
+# failed -- the other not listening yet -- could sleep past its reconnect
+# timer for ever.)  A second pair of bridges, in A's and B's namespaces,
+# on ports of their own.
+two_way() {
+	local i t slow=0 ok
+	cat > "$tmp/A/conf2" <<EOF2
+name hostA2
+listen 10.231.0.1:15000
+private-key $tmp/A.key
+peer hostB2 10.231.0.2:15000 public-key=$pub_B
+route ping@hostB2
+allow hostB2 pong
+EOF2
+	cat > "$tmp/B/conf2" <<EOF2
+name hostB2
+listen 10.231.0.2:15000
+private-key $tmp/B.key
+peer hostA2 10.231.0.1:15000 public-key=$pub_A
+route pong@hostA2
+allow hostA2 ping
+EOF2
+	for i in $(seq 1 20); do
+		rm -rf "$tmp/A/shm2" "$tmp/B/shm2"
+		mkdir -p "$tmp/A/shm2" "$tmp/B/shm2"
+		for h in A B; do
+			spawn "$tmp/$h/b2.pid" $h env LZCHAN_SHM_DIR="$tmp/$h/shm2" \
+				LZCHAN_ORIGIN_DIR="$tmp/$h/origin2" "$bridged" -v -c "$tmp/$h/conf2" \
+				>> "$tmp/$h/log2" 2>&1
+		done
+		ok=0
+		for t in $(seq 1 50); do
+			if [ -e "$tmp/A/shm2/lzchan.ping@hostB2" ] && [ -e "$tmp/B/shm2/lzchan.pong@hostA2" ]; then
+				ok=1; break
+			fi
+			sleep 0.1
+		done
+		for h in A B; do
+			kill "$(cat "$tmp/$h/b2.pid")" && wait "$(cat "$tmp/$h/b2.pid")"
+		done
+		[ $ok = 1 ] || { echo "# start $i: not both open in 5 s"; slow=$((slow + 1)); }
+	done
+	[ $slow = 0 ] || { tail -n 20 "$tmp/A/log2" "$tmp/B/log2" | sed 's/^/# /'; return 1; }
+}
+check "two bridges routing to each other, started together 20 times: both proxies open in 5 s" two_way
 
 # SIGTERM (what systemd and kill send) with a sender active: exit 0, the
 # proxies removed first, the sender told.

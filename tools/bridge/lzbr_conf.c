@@ -8,7 +8,7 @@
  *   private-key FILE            this bridge's key (--genkey; 0600)
  *   peer NAME [ADDR[:PORT]] public-key=BASE64
  *   device IFNAME[,IFNAME...]   the only interfaces UCX may use
- *   data-ports LO-HI            UCX's own listener (default: listen's + 1..16)
+ *   data-ports LO-HI            UCX's own listener (default: listen's + 1..64)
  *   transports LIST             UCX_TLS for bridge traffic (default tcp)
  *   fabric trusted              the network needs no tunnel (--check)
  *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N] [mode=OCTAL]
@@ -478,15 +478,15 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 			unsigned int port = ntohs(in->sin_family == AF_INET ? in->sin_port :
 						  in6->sin6_port);
 
-			c->data_lo = (uint16_t)(port < 65535 - 16 ? port + 1 : port - 16);
-			c->data_hi = (uint16_t)(c->data_lo + 15);
+			c->data_lo = (uint16_t)(port < 65535 - 64 ? port + 1 : port - 64);
+			c->data_hi = (uint16_t)(c->data_lo + 63);
 		}
 	}
 	/* A range, not one port: UCX cannot reuse an address its last run's
 	 * connections still hold (TIME_WAIT), and tries the next. */
 	if (!c->data_lo) {
 		c->data_lo = LZBR_DEFAULT_PORT + 1;
-		c->data_hi = LZBR_DEFAULT_PORT + 16;
+		c->data_hi = LZBR_DEFAULT_PORT + 64;
 	}
 	if (!c->transports[0])
 		strcpy(c->transports, "tcp");

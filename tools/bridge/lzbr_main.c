@@ -1905,6 +1905,36 @@ static int lzbr_devices(const struct lzbr_conf *c, char *out, size_t len)
 	return 0;
 }
 
+/*
+ * A port of data-ports that nothing holds, for UCX's own listener: 0, or
+ * -1.  UCX binds without SO_REUSEADDR and, when the port it tries is
+ * taken, tries another of the range -- for ever if every one is (a
+ * bridge restarted in a loop leaves its connections' ports in TIME_WAIT):
+ * seen spinning inside ucp_worker_create().  So the bridge finds one
+ * first, with a wildcard bind (which conflicts with anything on the port,
+ * TIME_WAIT included, so a port it takes UCX can take), and gives UCX
+ * that one alone.
+ */
+static int pick_data_port(unsigned int *port)
+{
+	unsigned int p;
+
+	for (p = br.conf.data_lo; p <= br.conf.data_hi; p++) {
+		struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p) };
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+		if (fd < 0)
+			return -1;
+		ok = !bind(fd, (struct sockaddr *)&in, sizeof(in));
+		close(fd);
+		if (ok) {
+			*port = p;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* Set UCX variable @name (before UCX reads them), saying when it replaces
  * the environment's. */
 static void ucx_pin(const char *name, const char *value)
@@ -1941,6 +1971,7 @@ static int setup(void)
 	int i;
 
 	char devices[256], port[32];
+	unsigned int dport;
 
 	/* First, before UCX starts any thread: every thread of this process
 	 * then blocks them too, and they reach only the signalfd. */
@@ -1955,7 +1986,13 @@ static int setup(void)
 	 * authenticated before anything is kept of it. */
 	if (lzbr_devices(&br.conf, devices, sizeof(devices)))
 		return -1;
-	snprintf(port, sizeof(port), "%u-%u", br.conf.data_lo, br.conf.data_hi);
+	if (pick_data_port(&dport)) {
+		say("no free port in data-ports %u-%u (an earlier run's connections in TIME_WAIT "
+		    "hold them for a minute): wait, or give a wider range", br.conf.data_lo,
+		    br.conf.data_hi);
+		return -1;
+	}
+	snprintf(port, sizeof(port), "%u-%u", dport, dport);
 	ucx_pin("UCX_TLS", br.conf.transports);
 	ucx_pin("UCX_NET_DEVICES", devices);
 	ucx_pin("UCX_TCP_PORT_RANGE", port);
@@ -2057,15 +2094,21 @@ static int sleep_ms(void)
 			if (s->q)
 				return QUEUE_RETRY_MS;
 	}
+	/* Timers that are due count too (0 ms): one that fell due between
+	 * step()'s look and this one was left out, and the loop slept for
+	 * ever -- a route whose first connect failed never came up (seen
+	 * with two bridges routing to each other, started together). */
 	for (i = 0; i < br.conf.nroutes; i++) {
-		if (br.routes[i].rx && br.routes[i].blocked)
+		const struct route *r = &br.routes[i];
+		const struct conn *up = br.out[r->rc->peer];
+
+		if (r->rx && r->blocked)
 			return BLOCKED_MS;
-		if (!br.routes[i].rx && br.routes[i].retry_at > now && br.routes[i].retry_at < next)
-			next = br.routes[i].retry_at;
+		if (!r->rx && up && up->state == C_UP && r->retry_at < next)
+			next = r->retry_at;
+		if (!br.out[r->rc->peer] && br.reconnect_at[r->rc->peer] < next)
+			next = br.reconnect_at[r->rc->peer];	/* a peer routes go to */
 	}
-	for (i = 0; i < br.conf.npeers; i++)
-		if (!br.out[i] && br.reconnect_at[i] > now && br.reconnect_at[i] < next)
-			next = br.reconnect_at[i];
 	if (br.status_dirty && br.status_ns + STATUS_EVERY_NS < next)
 		next = br.status_ns + STATUS_EVERY_NS;
 	if (next == UINT64_MAX)
