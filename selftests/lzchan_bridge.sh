@@ -506,24 +506,14 @@ check "the sending bridge killed mid-stream and restarted: nothing twice, nobody
 # failed -- the other not listening yet -- could sleep past its reconnect
 # timer for ever.)  A second pair of bridges, in A's and B's namespaces,
 # on ports of their own.
+conf2() { # host, its address, the other, the other's address, the other's key, route, allow
+	printf 'name host%s2\nlisten %s:15000\nprivate-key %s\npeer host%s2 %s:15000 public-key=%s\nroute %s@host%s2\nallow host%s2 %s\n' \
+		"$1" "$2" "$tmp/$1.key" "$3" "$4" "$5" "$6" "$3" "$3" "$7" > "$tmp/$1/conf2"
+}
 two_way() {
 	local i t slow=0 ok
-	cat > "$tmp/A/conf2" <<EOF2
-name hostA2
-listen 10.231.0.1:15000
-private-key $tmp/A.key
-peer hostB2 10.231.0.2:15000 public-key=$pub_B
-route ping@hostB2
-allow hostB2 pong
-EOF2
-	cat > "$tmp/B/conf2" <<EOF2
-name hostB2
-listen 10.231.0.2:15000
-private-key $tmp/B.key
-peer hostA2 10.231.0.1:15000 public-key=$pub_A
-route pong@hostA2
-allow hostA2 ping
-EOF2
+	conf2 A 10.231.0.1 B 10.231.0.2 "$pub_B" ping pong
+	conf2 B 10.231.0.2 A 10.231.0.1 "$pub_A" pong ping
 	for i in $(seq 1 20); do
 		rm -rf "$tmp/A/shm2" "$tmp/B/shm2"
 		mkdir -p "$tmp/A/shm2" "$tmp/B/shm2"
