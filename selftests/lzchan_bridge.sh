@@ -442,6 +442,18 @@ replayed() {
 }
 check "replayed, reordered and truncated frames are dropped, the rest delivered once" replayed
 
+# A peer whose frames stop opening (one lost or altered on the way: the
+# counters never meet again) is not kept for ever: nothing authenticated
+# for 10 s closes its connection.
+desync() {
+	on C "$fuzz" desync 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB - > "$tmp/desync.log" 2>&1 ||
+		{ echo "# $(cat "$tmp/desync.log")"; return 1; }
+	until_ok 5 log_has B "nothing authenticated from the peer for 10 s" ||
+		{ echo "# B did not say why"; return 1; }
+	kill -0 $bpid_B
+}
+check "a connection whose frames stopped opening is closed after 10 s of that" desync
+
 # A keyless host holds 100 connections open without a word; an honest
 # peer connecting meanwhile from elsewhere gets through.
 half_open_flood() {

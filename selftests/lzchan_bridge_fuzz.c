@@ -19,6 +19,9 @@
  *	no key, sends frames claiming to be the first's (a refusal, HELLO,
  *	CHALLENGE and AUTH with made-up tags) before and between its steps;
  *	exit 0 if it is welcomed all the same.
+ *   desync ADDR NAME KEY PEERPUB PEERNAME -
+ *	through the handshake, then frames sealed one ahead (as if one was
+ *	lost): exit 0 if the bridge closes the connection within 14 s.
  *   flood ADDR N SECONDS
  *	opens N connections that never say HELLO and holds them SECONDS.
  *   hello ADDR NAME KEY PEERPUB PEERNAME K
@@ -554,6 +557,30 @@ static int mode_hello(const struct identity *id, unsigned int k)
 	return welcomed ? 0 : 1;
 }
 
+/* desync: through the handshake, then one frame sealed a frame ahead
+ * (as if one were lost on the way), then a PING a second: none opens any
+ * more.  Exit 0 if the bridge closes the connection within 14 s. */
+static int mode_desync(const struct identity *id)
+{
+	struct lzbr_session s;
+	bool failed = false;
+	ucp_ep_h e = fz_connect(&failed);
+	int k;
+
+	if (!e || !fz_handshake(e, id, &s)) {
+		fprintf(stderr, "desync: no handshake\n");
+		return 2;
+	}
+	s.tx_n++;
+	for (k = 0; k < 14 && !failed; k++) {
+		fz_sealed(e, &s, LZBR_PING, 0, 0, 0, NULL, 0);
+		fz_progress_ms(1000);
+	}
+	printf("desync: %s after %d s\n", failed ? "closed by the bridge" : "still open", k);
+	fz_close(e);
+	return failed ? 0 : 1;
+}
+
 static int mode_replay(const struct identity *id, const char *channel)
 {
 	struct lzbr_session s, ahead;
@@ -614,12 +641,12 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3 || lzbr_parse_addr(argv[2], &ss, &sl) || sodium_init() < 0) {
-		fprintf(stderr, "usage: %s fuzz|forge|storm|flood|hello|replay ADDR:PORT ...\n",
+		fprintf(stderr, "usage: %s fuzz|forge|storm|desync|flood|hello|replay ADDR:PORT ...\n",
 			argv[0]);
 		return 2;
 	}
 	if (!strcmp(mode, "fuzz") || !strcmp(mode, "hello") || !strcmp(mode, "replay") ||
-	    !strcmp(mode, "storm")) {
+	    !strcmp(mode, "storm") || !strcmp(mode, "desync")) {
 		if (argc != 8 || identity_load(&id, argv[3], argv[4], argv[5], argv[6]))
 			return 2;
 	} else if (!((!strcmp(mode, "forge") && argc == 4) || (!strcmp(mode, "flood") && argc == 5))) {
@@ -645,6 +672,8 @@ int main(int argc, char **argv)
 		ret = mode_replay(&id, argv[7]);
 	else if (!strcmp(mode, "storm"))
 		ret = mode_storm(&id);
+	else if (!strcmp(mode, "desync"))
+		ret = mode_desync(&id);
 	else if (!strcmp(mode, "forge"))
 		ret = mode_forge(argv[3]);
 	else

@@ -32,7 +32,7 @@
 #include "lzb.h"
 
 #define RM_PORT		14301
-#define RM_PERF_PORT	14302
+#define RM_PERF_PORT	14299	/* below RM_PORT: its data ports follow it */
 #define RM_TIMEOUT_NS	20000000000LL
 #ifndef RM_SPIN_NS
 #define RM_SPIN_NS	20000		/* the measuring processes' receivers */

@@ -50,6 +50,15 @@
 #define INFLIGHT_MAX		(16U << 20)	/* bytes UCX holds for one peer */
 #define CREDIT_MAX		(1ULL << 30)	/* the most credit we believe */
 #define STATUS_EVERY_NS		1000000000ULL	/* the status file, at most */
+/* A connection through its handshake sends a sealed PING when it has sent
+ * nothing else for PING_NS, and is closed when nothing authenticated came
+ * for SILENT_NS: a peer that went away, or whose frames no longer open
+ * (one lost or altered on the way, and every later one fails: the
+ * counters never meet again).  Frames that do not open are dropped
+ * without touching the connection they name, so this is what ends one
+ * that has gone wrong. */
+#define PING_NS			2000000000ULL
+#define SILENT_NS		10000000000ULL
 
 static int verbose;
 
@@ -193,6 +202,7 @@ struct conn {
 	struct lzbr_session sess;
 	uint64_t unauth;		/* frames naming it that did not open */
 	bool told_refused;		/* an unsealed ERROR was logged */
+	uint64_t rx_ok_ns, tx_ns;	/* the last frame opened, and sent */
 	bool refuse_sent, refuse_due;	/* our refusal: once, sent by conn_step */
 	struct msgbuf *inq, **inq_tail;
 	uint64_t inq_bytes;
@@ -356,6 +366,7 @@ static int conn_send(struct conn *c, uint8_t type, uint32_t stream, uint64_t seq
 	}
 	c->msgs_out++;
 	c->bytes_out += len;
+	c->tx_ns = now_ns();
 	return 0;
 }
 
@@ -589,6 +600,7 @@ refused:
 		return UCS_OK;
 	}
 	/* From here on the frame is the peer's own, and next in order. */
+	c->rx_ok_ns = now_ns();
 	if (c->state != C_UP && h.type != LZBR_WELCOME && h.type != LZBR_ERROR) {
 		free(m);
 		conn_fail(c, EPROTO, "a stream message before the handshake");
@@ -1574,6 +1586,7 @@ static void conn_up(struct conn *c)
 	int i;
 
 	c->state = C_UP;
+	c->rx_ok_ns = now_ns();
 	br.ps[c->peer].connects++;
 	say("peer %s: %s (%s)", peer_name(c), c->initiator ? "connected" : "accepted", c->where);
 	if (!c->initiator) {
@@ -1609,6 +1622,8 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 	case LZBR_ERROR:
 		conn_fail(c, m->h.arg && m->h.arg < 4096 ? (int)m->h.arg : EPROTO,
 			  "the peer reported an error");
+		break;
+	case LZBR_PING:			/* alive: its arrival was the point */
 		break;
 	default:
 		if (c->state != C_UP) {
@@ -1717,6 +1732,15 @@ static void conn_step(struct conn *c)
 	}
 	if (!c->err && c->state != C_UP && now_ns() > c->deadline)
 		conn_fail(c, ETIMEDOUT, "the handshake did not finish in time");
+	if (!c->err && c->state == C_UP) {
+		uint64_t now = now_ns();
+
+		if (now - c->rx_ok_ns > SILENT_NS)
+			conn_fail(c, ETIMEDOUT, "nothing authenticated from the peer for 10 s (it "
+				  "stopped, or its frames no longer open)");
+		else if (now - c->tx_ns >= PING_NS)
+			conn_send(c, LZBR_PING, 0, 0, 0, NULL, 0);
+	}
 	if (c->err)
 		conn_close(c);
 }
@@ -2090,6 +2114,10 @@ static int sleep_ms(void)
 	for (c = br.conns; c; c = c->next) {
 		if (c->state != C_UP && c->state != C_CLOSING && c->deadline < next)
 			next = c->deadline;
+		if (c->state == C_UP && c->tx_ns + PING_NS < next)
+			next = c->tx_ns + PING_NS;
+		if (c->state == C_UP && c->rx_ok_ns + SILENT_NS < next)
+			next = c->rx_ok_ns + SILENT_NS;
 		for (s = c->istreams; s; s = s->next)
 			if (s->q)
 				return QUEUE_RETRY_MS;

@@ -71,8 +71,8 @@ int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t m
 	} else if (h.len != (size_t)want) {
 		return -EPROTO;
 	}
-	/* The handshake and ERROR are the connection's; the rest a stream's. */
-	conn = h.type <= LZBR_WELCOME || h.type == LZBR_ERROR;
+	/* The handshake, ERROR and PING are the connection's; the rest a stream's. */
+	conn = h.type <= LZBR_WELCOME || h.type == LZBR_ERROR || h.type == LZBR_PING;
 	if (conn != (h.stream == 0))
 		return -EPROTO;
 	return 0;

@@ -36,7 +36,8 @@ enum lzbr_type {
 	LZBR_END = 10,		/* I->A  seq: the last DATA's; arg: enum lzbr_cause */
 	LZBR_ENDED = 11,	/* A->I  the stream is over there; arg: errno */
 	LZBR_ERROR = 12,	/* either way, then the connection closes; arg: errno */
-	LZBR_TYPE_MAX = 12,
+	LZBR_PING = 13,		/* either way, sealed: nothing else was sent for a while */
+	LZBR_TYPE_MAX = 13,
 };
 
 /* How a remote sender's stream ended (LZBR_END's arg). */
