@@ -1340,7 +1340,6 @@ static void __lz_rx_ended(struct lzchan *ch, uint32_t i, uint32_t gen)
 									LZCHAN_END_LOST;
 }
 
-/* Lane @i has nothing ready at peek: report a status change if any. */
 /*
  * A pad the peek skipped while views were outstanding stays behind the
  * head when they are released: nothing releases it (no view covers it),
@@ -1363,6 +1362,7 @@ static void __lz_rx_pad_behind(struct lzchan *ch, struct __lzchan_rxlane *rl)
 		rl->head = end;
 }
 
+/* Lane @i has nothing ready at peek: report a status change if any. */
 static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
