@@ -28,12 +28,12 @@ command -v ip >/dev/null || skip_all "no ip (iproute2)"
 
 tmp=$(mktemp -d)
 tag=lzb$$
-A=${tag}a B=${tag}b C=${tag}c
+A=${tag}a B=${tag}b C=${tag}c D=${tag}d
 pids=""
 cleanup() {
 	for p in $pids; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	for ns in $A $B $C; do ip netns del "$ns" 2>/dev/null; done
+	for ns in $A $B $C $D; do ip netns del "$ns" 2>/dev/null; done
 	# LZCHAN_BRIDGE_LOGS=DIR keeps the bridges' logs there.
 	[ -z "${LZCHAN_BRIDGE_LOGS:-}" ] ||
 		for h in A B C; do cp "$tmp/$h/log" "$LZCHAN_BRIDGE_LOGS/$h.log" 2>/dev/null; done
@@ -373,17 +373,49 @@ crosses() {
 }
 
 # Only the configured sockets listen: the listen address, and UCX's own
-# listener on a port of the data ports (default: the 64 after it);
-# nothing on lo or another address.
+# listener on a port of the data ports (default: the 64 after it), both
+# bound to the listen address's interface (ss: ADDR%DEV); nothing on lo
+# or another address.
 listeners() {
 	local got
 	got=$(ip netns exec "$B" ss -ltnH | awk '{ print $4 }' | sort | tr '\n' ' ')
 	case $got in
-	"10.231.0.2:14000 10.231.0.2:140"[0-6][0-9]" ") ;;
+	"10.231.0.2%${tag}sw:14000 10.231.0.2%${tag}sw:140"[0-6][0-9]" ") ;;
 	*) echo "# B listens on: $got"; return 1 ;;
 	esac
 }
 check "the bridge listens only on the configured address and data ports" listeners
+
+# A host on another network of B's (D, over a veth of its own) that
+# routes B's listen address through that link: Linux takes a connection
+# for a local address on any interface (the weak host model), but the
+# bridge binds UCX's listeners to the interface the configuration names,
+# so neither UCX port answers D.  (The WireGuard deployment rests on this:
+# the tunnel's underlay must not reach UCX; lzchan_bridge_wg_vm.sh.)
+other_network() {
+	local ports p
+	ports=$(ip netns exec "$B" ss -ltnH | awk '{ n = split($4, a, ":"); print a[n] }')
+	[ -n "$ports" ] || { echo "# B listens on nothing"; return 1; }
+	ip netns add "$D" && ip link add "${tag}D" type veth peer name "${tag}pD" &&
+		ip link set "${tag}D" netns "$D" && ip link set "${tag}pD" netns "$B" &&
+		ip -n "$B" addr add 10.232.0.2/24 dev "${tag}pD" && ip -n "$B" link set "${tag}pD" up &&
+		ip -n "$D" addr add 10.232.0.4/24 dev "${tag}D" && ip -n "$D" link set "${tag}D" up &&
+		ip -n "$D" route add 10.231.0.2/32 via 10.232.0.2 ||
+		{ echo "# cannot make D's network"; return 1; }
+	# The route works: B answers D at its listen address...
+	ip netns exec "$D" busybox ping -c 1 -W 3 10.231.0.2 >/dev/null ||
+		{ echo "# D cannot reach 10.231.0.2 at all"; return 1; }
+	# ...but no UCX port does.
+	for p in $ports; do
+		if ip netns exec "$D" timeout 5 bash -c "exec 3<>/dev/tcp/10.231.0.2/$p" 2>/dev/null; then
+			echo "# D connected to 10.231.0.2:$p over ${tag}pD"
+			return 1
+		fi
+	done
+	kill -0 "$bpid_B" || { echo "# B's bridge died"; return 1; }
+}
+check "a host on another of B's networks that routes the listen address there: no UCX port answers" \
+	other_network
 
 # A host without any key sends OPEN and DATA over its own connection,
 # each frame's reply endpoint id rewritten to name other connections

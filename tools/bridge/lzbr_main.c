@@ -1959,6 +1959,86 @@ static int pick_data_port(unsigned int *port)
 	return -1;
 }
 
+/* Is @dev one of the comma-separated @devices (an RDMA device's ":port"
+ * ignored)? */
+static bool devices_have(const char *devices, const char *dev)
+{
+	size_t n = strlen(dev);
+	const char *p = devices;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		size_t name = strcspn(p, ",:");
+
+		if (name > len)
+			name = len;
+		if (name == n && !strncmp(p, dev, n))
+			return true;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/*
+ * Every listening TCP socket of the process -- all of them UCX's: the
+ * bridge opens none of its own -- bound to the interface its address is
+ * on (SO_BINDTODEVICE).  Linux takes a connection for a local address
+ * arriving on any interface (the weak host model): without this, a host
+ * on another network of this machine, the underlay of a WireGuard tunnel
+ * say, that routes the listen address here reaches UCX's parser although
+ * the configuration names only the tunnel.  A socket on an address that no
+ * configured interface holds stops the bridge.  0, or -1 with the reason
+ * said.
+ */
+static int bind_listeners(const char *devices)
+{
+	struct dirent *e;
+	int bound = 0, r = 0;
+	DIR *d;
+
+	d = opendir("/proc/self/fd");
+	if (!d) {
+		say("cannot list /proc/self/fd to find UCX's listeners: %s", strerror(errno));
+		return -1;
+	}
+	while (!r && (e = readdir(d))) {
+		struct sockaddr_storage me;
+		socklen_t len = sizeof(int), mlen = sizeof(me);
+		char dev[IF_NAMESIZE + 1], a[80];
+		int fd, on = 0, proto = 0;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		fd = atoi(e->d_name);
+		if (fd == dirfd(d) ||
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on ||
+		    (len = sizeof(int), getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) ||
+		    proto != IPPROTO_TCP || getsockname(fd, (struct sockaddr *)&me, &mlen) ||
+		    (me.ss_family != AF_INET && me.ss_family != AF_INET6))
+			continue;
+		addr_str(a, sizeof(a), &me);
+		if (iface_holding(&me, dev, sizeof(dev)) || !devices_have(devices, dev)) {
+			say("UCX listens on %s, which no configured interface (%s) holds", a,
+			    devices);
+			r = -1;
+		} else if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, strlen(dev) + 1)) {
+			say("cannot bind UCX's listener on %s to %s: %s", a, dev, strerror(errno));
+			r = -1;
+		} else {
+			dbg("UCX's listener on %s takes connections from %s only", a, dev);
+			bound++;
+		}
+	}
+	closedir(d);
+	if (!r && !bound && br.conf.has_listen) {
+		say("found none of UCX's listeners to bind to their interfaces");
+		r = -1;
+	}
+	return r;
+}
+
 /* Set UCX variable @name (before UCX reads them), saying when it replaces
  * the environment's. */
 static void ucx_pin(const char *name, const char *value)
@@ -2057,6 +2137,8 @@ static int setup(void)
 			return -1;
 		}
 	}
+	if (bind_listeners(devices))
+		return -1;
 	br.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	br.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (br.sigfd < 0 || br.epfd < 0 ||
