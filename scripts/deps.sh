@@ -59,6 +59,9 @@ PKGS+=(g++)
 # The bridge between hosts (tools/bridge): UCX and libsodium; its tests
 # run hosts as network namespaces (ip) and compare with ucx_perftest.
 PKGS+=(libucx-dev libsodium-dev ucx-utils iproute2)
+# The bridge's WireGuard deployment, tested end to end in the VM rig
+# (selftests/lzchan_bridge_wg_vm.sh): wg and ip go into the initramfs.
+PKGS+=(wireguard-tools)
 kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
 wants() { case " $kernels " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -98,9 +101,10 @@ fi
 
 # The modules the VM rig's slow disk needs (a virtio-blk PCI device), for
 # the Debian kernels that build them as modules (6.1: virtio, virtio_pci
-# and virtio_blk; 6.12 and 7.x: virtio_blk alone).  What a kernel has built
-# in has no file and is skipped.
-RIG_MODULES="virtio_pci virtio_blk"
+# and virtio_blk; 6.12 and 7.x: virtio_blk alone), and the bridge's
+# WireGuard test's (veth pairs between namespaces, wireguard).  What a
+# kernel has built in has no file and is skipped.
+RIG_MODULES="virtio_pci virtio_blk veth wireguard"
 
 # Copy the modules of kernel $2 named in RIG_MODULES, with everything they
 # depend on, from the unpacked packages in $1 into $3/, decompressed
@@ -145,6 +149,7 @@ extract_modules() {
 		echo "$m.ko" >> "$dest.tmp/load"
 	done
 	touch "$dest.tmp/load"
+	echo "$RIG_MODULES" > "$dest.tmp/wanted"
 	rm -rf "$dest" && mv "$dest.tmp" "$dest" || die "cannot write $dest"
 }
 
@@ -172,10 +177,12 @@ extract_kernel() {
 	rm -rf "$x"
 }
 
-# Is kernel $1's cache complete (vmlinuz, and the module list: caches made
-# before the slow disk lack it and are filled in)?
+# Is kernel $1's cache complete (vmlinuz, and the modules of RIG_MODULES:
+# a cache made for another list -- before the slow disk, before WireGuard --
+# is filled in again)?
 kernel_cached() {
-	[ -s "$CACHE/kernels/$1/vmlinuz" ] && [ -f "$CACHE/kernels/$1/modules/load" ]
+	[ -s "$CACHE/kernels/$1/vmlinuz" ] && [ -f "$CACHE/kernels/$1/modules/load" ] &&
+		[ "$(cat "$CACHE/kernels/$1/modules/wanted" 2>/dev/null)" = "$RIG_MODULES" ]
 }
 
 # --- bookworm 6.1: headers on the host, image downloaded next to them ---

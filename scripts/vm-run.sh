@@ -159,6 +159,18 @@ if [ -x "$top/tools/lzchan-bridged" ]; then
 			fail_early "the bridge's library $lib copied"
 	done
 fi
+# iproute2's ip and wireguard-tools' wg, likewise, for the bridge's
+# WireGuard test (lzchan_bridge_wg_vm.sh: namespaces, veth, wg0): busybox's
+# ip knows neither namespaces nor WireGuard.  Absent, that test SKIPs.
+for x in ip wg; do
+	xp=$(command -v "$x") || continue
+	mkdir -p "$initrd/tests/net"
+	cp "$xp" "$initrd/tests/net/$x" || fail_early "$xp copied"
+	for lib in $(ldd "$xp" | awk '/\// { print ($2 == "=>") ? $3 : $1 }'); do
+		mkdir -p "$initrd$(dirname "$lib")" && cp -L "$lib" "$initrd$lib" ||
+			fail_early "$x's library $lib copied"
+	done
+done
 for x in lzchan_epoll-static lzchan_fanin-static; do
 	cp "$top/selftests/$x" "$initrd/tests/" || fail_early "$x built (run 'make selftests')"
 done
