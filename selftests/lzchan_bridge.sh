@@ -133,6 +133,26 @@ rx_on() { on "$1" "$tool" show "$2" --json 2>/dev/null | grep -q '"receiver": tr
 rx_wait() { until_ok 20 rx_on "$1" "$2" || { echo "# no receiver on $2"; return 1; }; }
 log_has() { grep -q -- "$2" "$tmp/$1/log"; }
 
+# poll-us: beyond its bound or not a number is refused at once, naming
+# the line; a value in range is what --check says the bridge polls.
+poll_conf() {
+	local v out
+	for v in 10001 -1 5ms; do
+		{ cat "$tmp/B/conf"; echo "poll-us $v"; } > "$tmp/poll.conf"
+		if out=$(on B "$bridged" --check -c "$tmp/poll.conf" 2>&1); then
+			echo "# poll-us $v accepted"; return 1
+		fi
+		case $out in
+		*"poll.conf:"*"poll-us wants 0 to 10000 microseconds"*) ;;
+		*) echo "# poll-us $v: $out"; return 1 ;;
+		esac
+	done
+	{ cat "$tmp/B/conf"; echo "poll-us 200"; } > "$tmp/poll.conf"
+	on B "$bridged" --check -c "$tmp/poll.conf" | grep -q "polls 200 us after work before it sleeps" ||
+		{ echo "# --check did not say poll-us 200"; return 1; }
+}
+check "poll-us out of range is refused with its line; --check says the value in force" poll_conf
+
 seq -f "many %.0f" 1 2000000 > "$tmp/many"	# more than any test takes
 on B "$tool" create orders --slots 256 >/dev/null
 for ch in secret slow kill gone; do on B "$tool" create $ch --slots 256 >/dev/null; done

@@ -42,6 +42,7 @@ struct rm {
 	char tmp[64], ns_a[32], ns_b[32], bridged[4096];
 	pid_t bridge[2];
 	char why[256];
+	char extra[64];		/* more configuration for both bridges */
 };
 
 static int rm_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -154,11 +155,11 @@ static bool rm_up(struct rm *r)
 		  "ip -n %3$s addr add 10.233.0.2/24 dev %3$sv; ip -n %3$s link set %3$sv up; ip -n %3$s link set lo up\n"
 		  "printf 'name hostA\\nlisten 10.233.0.1:%4$d\\nprivate-key %1$s/A.key\\n"
 		  "peer hostB 10.233.0.2:%4$d public-key=%%s\\n"
-		  "route ping@hostB slots=1024\\nallow hostB pong\\n' \"$pb\" > %1$s/A.conf\n"
+		  "route ping@hostB slots=1024\\nallow hostB pong\\n%6$s' \"$pb\" > %1$s/A.conf\n"
 		  "printf 'name hostB\\nlisten 10.233.0.2:%4$d\\nprivate-key %1$s/B.key\\n"
 		  "peer hostA 10.233.0.1:%4$d public-key=%%s\\n"
-		  "route pong@hostA slots=1024\\nallow hostA ping\\n' \"$pa\" > %1$s/B.conf\n",
-		  r->tmp, r->ns_a, r->ns_b, RM_PORT, r->bridged)) {
+		  "route pong@hostA slots=1024\\nallow hostA ping\\n%6$s' \"$pa\" > %1$s/B.conf\n",
+		  r->tmp, r->ns_a, r->ns_b, RM_PORT, r->bridged, r->extra)) {
 		snprintf(r->why, sizeof(r->why), "could not make two network namespaces here");
 		return false;
 	}
@@ -309,11 +310,13 @@ int lzb_cmd_remote(int argc, char **argv)
 	struct lzb_table *t;
 	struct rm r = { .bridge = { -1, -1 } };
 	double ucx_lat = -1, ucx_rate = -1, local = -1, lat = -1, rate = -1;
-	int c;
+	int c, poll = -1;
+	char pollstr[16];
 
-	while ((c = getopt_long(argc, argv, "n:s:h",
+	while ((c = getopt_long(argc, argv, "n:s:p:h",
 				(const struct option[]){ { "messages", required_argument, NULL, 'n' },
 							 { "size", required_argument, NULL, 's' },
+							 { "poll-us", required_argument, NULL, 'p' },
 							 LZB_COMMON_OPTS, { 0 } }, NULL)) != -1) {
 		if (lzb_common_opt(c, optarg))
 			continue;
@@ -326,10 +329,24 @@ int lzb_cmd_remote(int argc, char **argv)
 			if (!lzb_parse_size(optarg, &size) || !size || size > 4096)
 				lzb_usage_error("remote", "--size wants 1..4096");
 			break;
+		case 'p': {
+			uint64_t us;
+
+			if (!lzb_parse_size(optarg, &us) && strcmp(optarg, "0"))
+				lzb_usage_error("remote", "--poll-us wants 0..10000");
+			if (!strcmp(optarg, "0"))
+				us = 0;
+			if (us > 10000)
+				lzb_usage_error("remote", "--poll-us wants 0..10000");
+			snprintf(r.extra, sizeof(r.extra), "poll-us %llu\\n", (unsigned long long)us);
+			poll = (int)us;
+			break;
+		}
 		case 'h':
-			printf("usage: lzchan-bench remote [--messages N] [--size BYTES] [OPTIONS]\n"
+			printf("usage: lzchan-bench remote [--messages N] [--size BYTES] [--poll-us US] [OPTIONS]\n"
 			       "lzchan across two network namespaces through two lzchan-bridged,\n"
 			       "next to ucx_perftest's active messages over the same veth (root).\n"
+			       "--poll-us: both bridges' poll-us (default: theirs, by the CPUs).\n"
 			       LZB_COMMON_HELP);
 			return 0;
 		default:
@@ -377,8 +394,9 @@ int lzb_cmd_remote(int argc, char **argv)
 		lzb_table_note(t, "n/a: %s", r.why);
 	else
 		lzb_table_note(t, "%llu round trips, %llu one-way messages of %llu bytes; local hop (processes): %.0f ns; "
-			       "UCX_TLS=tcp over a veth pair", (unsigned long long)n,
-			       (unsigned long long)(n * 5), (unsigned long long)size, local);
+			       "UCX_TLS=tcp over a veth pair; bridges' poll-us: %s", (unsigned long long)n,
+			       (unsigned long long)(n * 5), (unsigned long long)size, local,
+			       poll < 0 ? "default" : (snprintf(pollstr, sizeof(pollstr), "%d", poll), pollstr));
 	lzb_emit(t);
 	return 0;
 }

@@ -39,6 +39,9 @@ struct lzbr_allow_conf {
 	char channel[LZBR_NAME_SIZE];
 };
 
+/* poll-us's bound: a bridge never spins longer than this between sleeps. */
+#define LZBR_MAX_POLL_US 10000
+
 struct lzbr_conf {
 	char name[LZBR_NAME_SIZE];	/* this bridge's, as peers know it */
 	struct sockaddr_storage listen;
@@ -51,6 +54,7 @@ struct lzbr_conf {
 	uint16_t data_lo, data_hi;	/* UCX's own listener's ports (UCX_TCP_PORT_RANGE) */
 	bool trusted;			/* "fabric trusted": no tunnel wanted */
 	uint64_t window;		/* credit per stream, bytes */
+	int poll_us;			/* "poll-us"; -1: not said (the CPUs decide) */
 	char status[256];		/* where to write the status (JSON), or "" */
 	int npeers, nroutes, nallows;
 	struct lzbr_peer_conf peers[LZBR_MAX_PEERS];

@@ -14,6 +14,8 @@
  *   route CHANNEL@PEER [slots=N] [slot_size=N] [senders=N] [mode=OCTAL]
  *   allow PEER CHANNEL...       ("*": every channel)
  *   window BYTES                credit per remote sender (default 256 KiB)
+ *   poll-us USECONDS            poll this long after work before sleeping
+ *                               (0-10000; default 50 with 4 CPUs or more, else 0)
  *   status FILE                 keep the bridge's counters there (JSON)
  */
 #include <arpa/inet.h>
@@ -231,6 +233,7 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 
 	memset(c, 0, sizeof(*c));
 	c->window = LZBR_DEFAULT_WINDOW;
+	c->poll_us = -1;
 	if (!f)
 		return conf_fail(err, errlen, path, 0, "%s", strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
@@ -325,6 +328,15 @@ int lzbr_conf_load(struct lzbr_conf *c, const char *path, char *err, size_t errl
 				goto out;
 			}
 			c->window = v;
+		} else if (!strcmp(w[0], "poll-us") && nw == 2) {
+			uint32_t v;
+
+			if (!conf_u32(w[1], &v) || v > LZBR_MAX_POLL_US) {
+				conf_fail(err, errlen, path, lineno,
+					  "poll-us wants 0 to %d microseconds", LZBR_MAX_POLL_US);
+				goto out;
+			}
+			c->poll_us = (int)v;
 		} else if (!strcmp(w[0], "peer") && nw >= 2 && nw <= 4) {
 			struct lzbr_peer_conf *p = &c->peers[c->npeers];
 			bool has_pk = false;
