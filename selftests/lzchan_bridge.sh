@@ -494,6 +494,25 @@ replayed() {
 }
 check "replayed, reordered and truncated frames are dropped, the rest delivered once" replayed
 
+# DATAV frames (several messages in one) whose records lie, from a peer
+# that holds its key: the good frame before each is delivered, the bad
+# one closes its connection, and nothing of it arrives.
+datav() {
+	on B "$tool" recv orders --count 6 --timeout 15000 > "$tmp/datav.out" 2>/dev/null &
+	local r=$!
+	rx_wait B orders || return 1
+	on C "$fuzz" datav 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB orders > "$tmp/datav.log" 2>&1 ||
+		{ echo "# the client failed: $(cat "$tmp/datav.log")"; return 1; }
+	wait $r
+	on B "$tool" recv orders --timeout 1000 >> "$tmp/datav.out" 2>/dev/null
+	printf 'v0a\nv0b\nv1a\nv1b\nv2a\nv2b\n' | cmp -s - "$tmp/datav.out" ||
+		{ echo "# delivered: $(tr '\n' ' ' < "$tmp/datav.out")"; return 1; }
+	[ "$(grep -c "a DATAV frame whose records do not fill it" "$tmp/B/log")" = 3 ] ||
+		{ echo "# B logged $(grep -c "DATAV" "$tmp/B/log") DATAV refusals"; return 1; }
+	kill -0 "$bpid_B"
+}
+check "DATAV frames whose records lie close their connection; nothing of them is delivered" datav
+
 # A peer whose frames stop opening (one lost or altered on the way: the
 # counters never meet again) is not kept for ever: nothing authenticated
 # for 10 s closes its connection.

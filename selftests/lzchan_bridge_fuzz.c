@@ -34,6 +34,13 @@
  *	the frame due: reordered), "two-b" as due, "three" cut short by a
  *	byte, "three" whole, END.  The channel must get one, two-b, three.
  *
+ *   datav ADDR NAME KEY PEERPUB PEERNAME CHANNEL
+ *	three connections through the handshake as NAME, each one stream
+ *	into CHANNEL: a good DATAV of "vKa", "vKb", then a DATAV whose
+ *	records lie (K = 0: bytes after the last record; 1: a record longer
+ *	than the frame; 2: padding that is not zero).  The channel must get
+ *	the six good ones, and the bridge close each connection.
+ *
  * ADDR is ADDR:PORT.  Exit 0 once done, unless said otherwise above.
  */
 #include <dlfcn.h>
@@ -625,6 +632,81 @@ static int mode_replay(const struct identity *id, const char *channel)
 	return 0;
 }
 
+/* Two records, "@a" and "@b", into @out: their size. */
+static uint32_t fz_records(uint8_t *out, const char *a, const char *b)
+{
+	const char *m[2] = { a, b };
+	uint32_t off = 0;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct lzbr_rec rec = { .len = (uint32_t)strlen(m[i]) };
+		uint32_t size = (uint32_t)LZBR_REC_SIZE(rec.len);
+
+		memset(out + off, 0, size);
+		memcpy(out + off, &rec, sizeof(rec));
+		memcpy(out + off + sizeof(rec), m[i], rec.len);
+		off += size;
+	}
+	return off;
+}
+
+static int mode_datav(const struct identity *id, const char *channel)
+{
+	int k, failed = 0;
+
+	for (k = 0; k < 3; k++) {
+		struct lzbr_session s;
+		struct lzbr_open o;
+		struct lzbr_rec rec;
+		uint8_t frame[128];
+		char a[8], b[8];
+		uint32_t len;
+		unsigned int errs = ep_errors;
+		ucp_ep_h e = fz_connect(NULL);
+
+		if (!e || !fz_handshake(e, id, &s)) {
+			fprintf(stderr, "datav: no handshake (connection %d)\n", k);
+			return 1;
+		}
+		memset(&o, 0, sizeof(o));
+		snprintf(o.channel, sizeof(o.channel), "%s", channel);
+		o.uid = (uint32_t)getuid();
+		o.pid = (int32_t)getpid();
+		o.max_msg = 4096;
+		fz_sealed(e, &s, LZBR_OPEN, 1, 0, 0, &o, sizeof(o));
+		fz_progress_ms(300);
+		snprintf(a, sizeof(a), "v%da", k);
+		snprintf(b, sizeof(b), "v%db", k);
+		len = fz_records(frame, a, b);
+		fz_sealed(e, &s, LZBR_DATAV, 1, 1, 2, frame, len);
+		len = fz_records(frame, "x1", "x2");
+		switch (k) {
+		case 0:		/* 8 bytes after the last record */
+			memset(frame + len, 0, 8);
+			len += 8;
+			break;
+		case 1:		/* the second record longer than the frame */
+			memcpy(&rec, frame + 16, sizeof(rec));
+			rec.len = 100;
+			memcpy(frame + 16, &rec, sizeof(rec));
+			break;
+		default:	/* the first record's padding not zero */
+			frame[sizeof(rec) + 2] = 'p';
+			break;
+		}
+		fz_sealed(e, &s, LZBR_DATAV, 1, 3, 2, frame, len);
+		fz_progress_ms(800);
+		if (!got_error && ep_errors == errs) {
+			fprintf(stderr, "datav: connection %d not closed\n", k);
+			failed = 1;
+		}
+		got_error = false;
+		fz_close(e);
+	}
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	ucp_params_t up = { .field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_AM };
@@ -641,12 +723,12 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3 || lzbr_parse_addr(argv[2], &ss, &sl) || sodium_init() < 0) {
-		fprintf(stderr, "usage: %s fuzz|forge|storm|desync|flood|hello|replay ADDR:PORT ...\n",
+		fprintf(stderr, "usage: %s fuzz|forge|storm|desync|flood|hello|replay|datav ADDR:PORT ...\n",
 			argv[0]);
 		return 2;
 	}
 	if (!strcmp(mode, "fuzz") || !strcmp(mode, "hello") || !strcmp(mode, "replay") ||
-	    !strcmp(mode, "storm") || !strcmp(mode, "desync")) {
+	    !strcmp(mode, "storm") || !strcmp(mode, "desync") || !strcmp(mode, "datav")) {
 		if (argc != 8 || identity_load(&id, argv[3], argv[4], argv[5], argv[6]))
 			return 2;
 	} else if (!((!strcmp(mode, "forge") && argc == 4) || (!strcmp(mode, "flood") && argc == 5))) {
@@ -670,6 +752,8 @@ int main(int argc, char **argv)
 		ret = mode_hello(&id, (unsigned int)strtoul(argv[7], NULL, 10));
 	else if (!strcmp(mode, "replay"))
 		ret = mode_replay(&id, argv[7]);
+	else if (!strcmp(mode, "datav"))
+		ret = mode_datav(&id, argv[7]);
 	else if (!strcmp(mode, "storm"))
 		ret = mode_storm(&id);
 	else if (!strcmp(mode, "desync"))

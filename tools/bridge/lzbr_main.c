@@ -293,6 +293,13 @@ static struct {
 	struct route routes[LZBR_MAX_ROUTES];
 	bool stop;
 	bool work;			/* this round did something */
+	struct {			/* one lane's messages for one frame (route_pump) */
+		uint32_t n, len;	/* messages, their records' bytes */
+		uint64_t seq;		/* the first's */
+		const void *first;	/* the first (a view, held till acknowledged) */
+		uint32_t first_len;
+		uint8_t buf[LZBR_BATCH_BYTES];
+	} batch;
 	uint64_t work_ns;		/* when a round last did something */
 	uint64_t poll_ns;		/* poll-us: how long to poll after that */
 	uint64_t unauth;		/* frames that did not authenticate */
@@ -301,6 +308,7 @@ static struct {
 } br;
 
 static void conn_fail(struct conn *c, int err, const char *why);
+static void conn_error(struct conn *c, int err, const char *why);
 static const char *peer_name(const struct conn *c);
 static void route_down(struct route *r, const char *why, bool lost);
 
@@ -1168,6 +1176,60 @@ static void istream_data(struct conn *c, struct msgbuf *m)
 	istream_pump(c, s);
 }
 
+/*
+ * DATAV: its records checked whole first (a peer's frame, authenticated,
+ * but no more trusted for that), then each taken as the DATA frame it
+ * stands for, seq after seq.
+ */
+static void istream_datav(struct conn *c, struct msgbuf *m)
+{
+	const uint8_t *p = m->data, *end = m->data + m->h.len;
+	uint64_t i, n = m->h.arg;	/* 2..LZBR_BATCH_MSGS: lzbr_wire_check() */
+
+	for (i = 0; i < n; i++) {
+		struct lzbr_rec rec;
+		uint64_t size;
+		size_t k;
+
+		if ((size_t)(end - p) < sizeof(rec))
+			goto bad;
+		memcpy(&rec, p, sizeof(rec));
+		size = LZBR_REC_SIZE(rec.len);
+		if (rec.zero || size > (uint64_t)(end - p))
+			goto bad;
+		for (k = sizeof(rec) + rec.len; k < size; k++)
+			if (p[k])
+				goto bad;
+		p += size;
+	}
+	if (p != end)
+		goto bad;
+	for (i = 0, p = m->data; i < n && !c->err; i++) {
+		struct lzbr_rec rec;
+		struct msgbuf *one;
+
+		memcpy(&rec, p, sizeof(rec));
+		one = malloc(sizeof(*one) + rec.len);
+		if (!one) {
+			conn_fail(c, ENOMEM, "out of memory");
+			break;
+		}
+		one->h = m->h;
+		one->h.type = LZBR_DATA;
+		one->h.seq = m->h.seq + i;
+		one->h.arg = 0;
+		one->h.len = rec.len;
+		memcpy(one->data, p + sizeof(rec), rec.len);
+		istream_data(c, one);
+		p += LZBR_REC_SIZE(rec.len);
+	}
+	free(m);
+	return;
+bad:
+	free(m);
+	conn_error(c, EPROTO, "a DATAV frame whose records do not fill it");
+}
+
 static void istream_end_msg(struct conn *c, const struct lzbr_hdr *h)
 {
 	struct istream *s = istream_find(c, h->stream);
@@ -1383,125 +1445,208 @@ static void route_down(struct route *r, const char *why, bool lost)
 	r->conn = NULL;
 }
 
-/* Forward what the proxy's lanes hold, as far as credit goes. */
+/* A record of @len bytes at @off of the batch. */
+static void batch_put(uint32_t off, const void *data, uint32_t len)
+{
+	struct lzbr_rec rec = { .len = len };
+	uint8_t *at = br.batch.buf + off;
+
+	memcpy(at, &rec, sizeof(rec));
+	memcpy(at + sizeof(rec), data, len);
+	memset(at + sizeof(rec) + len, 0, LZBR_REC_SIZE(len) - sizeof(rec) - len);
+}
+
+/* Send what the batch holds on stream @id: one message as DATA (from its
+ * view, uncopied), more as one DATAV.  0, or the connection failed. */
+static int batch_flush(struct conn *c, uint32_t id)
+{
+	uint32_t n = br.batch.n;
+
+	if (!n)
+		return 0;
+	br.batch.n = 0;
+	if (n == 1)
+		return conn_send(c, LZBR_DATA, id, br.batch.seq, 0, br.batch.first,
+				 br.batch.first_len);
+	return conn_send(c, LZBR_DATAV, id, br.batch.seq, n, br.batch.buf, br.batch.len);
+}
+
+/* Message @seq of stream @id into the batch, sending the batch first when
+ * it would not fit.  0, or the connection failed. */
+static int batch_add(struct conn *c, uint32_t id, uint64_t seq, const void *data, uint32_t len)
+{
+	uint64_t size = LZBR_REC_SIZE(len);
+
+	if (br.batch.n && (br.batch.n == LZBR_BATCH_MSGS ||
+			   br.batch.len + size > LZBR_BATCH_BYTES) && batch_flush(c, id))
+		return -1;
+	if (!br.batch.n) {
+		br.batch.seq = seq;
+		br.batch.first = data;
+		br.batch.first_len = len;
+		br.batch.len = 0;
+	} else {
+		/* The first is copied only once a second joins it; both fit
+		 * (the check above). */
+		if (br.batch.n == 1)
+			batch_put(0, br.batch.first, br.batch.first_len);
+		batch_put(br.batch.len, data, len);
+	}
+	br.batch.len += size;	/* > LZBR_BATCH_BYTES only for a lone message */
+	br.batch.n++;
+	return 0;
+}
+
+static bool lane_pump(struct route *r, struct ostream *os, uint32_t l);
+
+/* route_down() from lane_pump(): what the batch holds goes first (they
+ * were taken in order and are owed to the far side before the end). */
+static void lane_down(struct route *r, struct ostream *os, const char *why, bool lost)
+{
+	if (!r->conn->err)
+		batch_flush(r->conn, os->id);
+	br.batch.n = 0;
+	route_down(r, why, lost);
+}
+
+/* Forward what the proxy's lanes hold, as far as credit goes: each lane's
+ * run of messages in as few frames as LZBR_BATCH_* allow. */
 static void route_pump(struct route *r)
 {
 	struct conn *c = r->conn;
-	uint32_t l, k;
+	uint32_t l;
 
 	r->blocked = false;
 	for (l = 0; l < r->nlanes && r->rx; l++) {
 		struct ostream *os = &r->lanes[l];
+		bool stop = lane_pump(r, os, l);
 
-		for (;;) {
-			if (c->err)
-				return;
-			if (c->inflight_bytes > INFLIGHT_MAX) {
-				r->blocked = true;	/* the peer reads slowly */
-				return;
-			}
-			if (!os->has_pend && !os->eos) {
-				int ret = lzchan_peek_lane(r->rx, l, &os->pend);
+		/* What the lane gave goes now, before the next lane's or
+		 * a later END (a route taken down sent its own already; a
+		 * failed connection takes the route down). */
+		if (r->rx && !c->err && batch_flush(c, os->id))
+			return;
+		br.batch.n = 0;
+		if (stop)
+			return;
+	}
+}
 
-				if (ret == -EAGAIN || (ret == -EBADMSG && os->broken))
-					break;
-				br.work = true;
-				if (ret == -EPIPE && os->broken) {
-					os->broken = false;	/* its END went already */
-					continue;
-				}
-				if (ret == 0) {
-					os->has_pend = true;
-				} else if (ret == -EPIPE || ret == -EBADMSG) {
-					/* -EPIPE: its sender left; -EBADMSG: its
-					 * lane held garbage, abandoned (as lost)
-					 * until that sender goes. */
-					os->eos = true;
-					os->broken = ret == -EBADMSG;
-					os->cause = ret == -EPIPE &&
-						    lzchan_end_cause(r->rx, l) != LZCHAN_END_LOST ?
-						    LZBR_CAUSE_CLOSED : LZBR_CAUSE_LOST;
-				} else {
-					char why[96];
+/* route_pump()'s work on lane @l: messages into the batch, OPEN and END
+ * as they fall due.  true: stop pumping this route. */
+static bool lane_pump(struct route *r, struct ostream *os, uint32_t l)
+{
+	struct conn *c = r->conn;
+	uint32_t k;
 
-					snprintf(why, sizeof(why), "lane %u: %s", l, strerror(-ret));
-					route_down(r, why, true);
-					r->retry_at = now_ns() + PROXY_RETRY_NS;
-					return;
-				}
-			}
-			if (os->state == OS_NONE) {
-				struct lzbr_open o = { .pid = -1, .uid = (uint32_t)-1 };
+	for (;;) {
+		if (c->err)
+			return true;
+		if (c->inflight_bytes + br.batch.len > INFLIGHT_MAX) {
+			r->blocked = true;	/* the peer reads slowly */
+			return true;
+		}
+		if (!os->has_pend && !os->eos) {
+			int ret = lzchan_peek_lane(r->rx, l, &os->pend);
 
-				if (!os->has_pend) {
-					os->eos = false;	/* came and went, silent */
-					continue;
-				}
-				if (!os->ua && !(os->ua = calloc(r->slots, sizeof(*os->ua)))) {
-					route_down(r, "out of memory", true);
-					r->retry_at = now_ns() + PROXY_RETRY_NS;
-					return;
-				}
-				memcpy(o.channel, r->rc->channel, sizeof(o.channel));
-				lzchan_peer(r->rx, l, &o.pid, &o.uid, NULL);
-				o.max_msg = r->max_msg;
-				os->id = c->next_stream++;
-				if (!c->next_stream)
-					c->next_stream = 1;
-				if (conn_send(c, LZBR_OPEN, os->id, 0, 0, &o, sizeof(o)))
-					return;
-				os->state = OS_OPENING;
-				os->seq = 0;
-				br.ps[c->peer].streams++;
-				r->blocked = true;
-				break;
-			}
-			if (os->state == OS_OPENING) {
-				r->blocked = true;
-				break;
-			}
-			if (os->has_pend) {
-				uint64_t cost = LZBR_COST(os->pend.len);
-
-				if (os->pend.len > os->max_msg) {
-					route_down(r, "a message longer than the channel there takes", false);
-					r->retry_at = now_ns() + PROXY_RETRY_NS;
-					return;
-				}
-				if (cost > os->credit || os->ua_n == r->slots) {
-					if (!os->stalled)
-						br.ps[c->peer].credit_stalls++;
-					os->stalled = true;
-					r->blocked = true;
-					break;
-				}
-				os->stalled = false;
-				if (conn_send(c, LZBR_DATA, os->id, os->seq + 1, 0, os->pend.data,
-					      os->pend.len))
-					return;		/* the connection goes; so will the proxy */
-				os->credit -= cost;
-				os->seq++;
-				br.ps[c->peer].sent_msgs++;
-				br.ps[c->peer].sent_bytes += os->pend.len;
-				k = (os->pend.len + 8 + r->slot_size - 1) / r->slot_size;
-				os->ua[(os->ua_head + os->ua_n) % r->slots] =
-					(struct unacked){ .view = os->pend, .cost = cost, .slots = k };
-				os->ua_n++;
-				os->ua_slots += k;
-				/* The lane nearly full of what the far end has not
-				 * acknowledged: its sender waits on the far side. */
-				if (os->ua_slots >= r->slots - r->slots / 8 && !os->ack_stalled) {
-					br.ps[c->peer].credit_stalls++;
-					os->ack_stalled = true;
-				}
-				os->has_pend = false;
+			if (ret == -EAGAIN || (ret == -EBADMSG && os->broken))
+				return false;
+			br.work = true;
+			if (ret == -EPIPE && os->broken) {
+				os->broken = false;	/* its END went already */
 				continue;
 			}
-			/* os->eos: the END, after its last message. */
-			if (conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0))
-				return;
-			ostream_reset(os);
+			if (ret == 0) {
+				os->has_pend = true;
+			} else if (ret == -EPIPE || ret == -EBADMSG) {
+				/* -EPIPE: its sender left; -EBADMSG: its
+				 * lane held garbage, abandoned (as lost)
+				 * until that sender goes. */
+				os->eos = true;
+				os->broken = ret == -EBADMSG;
+				os->cause = ret == -EPIPE &&
+					    lzchan_end_cause(r->rx, l) != LZCHAN_END_LOST ?
+					    LZBR_CAUSE_CLOSED : LZBR_CAUSE_LOST;
+			} else {
+				char why[96];
+
+				snprintf(why, sizeof(why), "lane %u: %s", l, strerror(-ret));
+				lane_down(r, os, why, true);
+				r->retry_at = now_ns() + PROXY_RETRY_NS;
+				return true;
+			}
 		}
+		if (os->state == OS_NONE) {
+			struct lzbr_open o = { .pid = -1, .uid = (uint32_t)-1 };
+
+			if (!os->has_pend) {
+				os->eos = false;	/* came and went, silent */
+				continue;
+			}
+			if (!os->ua && !(os->ua = calloc(r->slots, sizeof(*os->ua)))) {
+				lane_down(r, os, "out of memory", true);
+				r->retry_at = now_ns() + PROXY_RETRY_NS;
+				return true;
+			}
+			memcpy(o.channel, r->rc->channel, sizeof(o.channel));
+			lzchan_peer(r->rx, l, &o.pid, &o.uid, NULL);
+			o.max_msg = r->max_msg;
+			os->id = c->next_stream++;
+			if (!c->next_stream)
+				c->next_stream = 1;
+			if (conn_send(c, LZBR_OPEN, os->id, 0, 0, &o, sizeof(o)))
+				return true;
+			os->state = OS_OPENING;
+			os->seq = 0;
+			br.ps[c->peer].streams++;
+			r->blocked = true;
+			return false;
+		}
+		if (os->state == OS_OPENING) {
+			r->blocked = true;
+			return false;
+		}
+		if (os->has_pend) {
+			uint64_t cost = LZBR_COST(os->pend.len);
+
+			if (os->pend.len > os->max_msg) {
+				lane_down(r, os, "a message longer than the channel there takes", false);
+				r->retry_at = now_ns() + PROXY_RETRY_NS;
+				return true;
+			}
+			if (cost > os->credit || os->ua_n == r->slots) {
+				if (!os->stalled)
+					br.ps[c->peer].credit_stalls++;
+				os->stalled = true;
+				r->blocked = true;
+				return false;
+			}
+			os->stalled = false;
+			if (batch_add(c, os->id, os->seq + 1, os->pend.data, os->pend.len))
+				return true;		/* the connection goes; so will the proxy */
+			os->credit -= cost;
+			os->seq++;
+			br.ps[c->peer].sent_msgs++;
+			br.ps[c->peer].sent_bytes += os->pend.len;
+			k = (os->pend.len + 8 + r->slot_size - 1) / r->slot_size;
+			os->ua[(os->ua_head + os->ua_n) % r->slots] =
+				(struct unacked){ .view = os->pend, .cost = cost, .slots = k };
+			os->ua_n++;
+			os->ua_slots += k;
+			/* The lane nearly full of what the far end has not
+			 * acknowledged: its sender waits on the far side. */
+			if (os->ua_slots >= r->slots - r->slots / 8 && !os->ack_stalled) {
+				br.ps[c->peer].credit_stalls++;
+				os->ack_stalled = true;
+			}
+			os->has_pend = false;
+			continue;
+		}
+		/* os->eos: the END, after its last message. */
+		if (batch_flush(c, os->id) ||
+		    conn_send(c, LZBR_END, os->id, os->seq, (uint64_t)os->cause, NULL, 0))
+			return true;
+		ostream_reset(os);
 	}
 }
 
@@ -1647,6 +1792,10 @@ static void conn_handle(struct conn *c, struct msgbuf *m)
 		case LZBR_DATA:
 			istream_data(c, m);
 			keep = true;		/* queued, or freed there */
+			break;
+		case LZBR_DATAV:
+			istream_datav(c, m);
+			keep = true;		/* freed there */
 			break;
 		case LZBR_END:
 			istream_end_msg(c, &m->h);

@@ -31,6 +31,7 @@ static long lzbr_wire_payload(unsigned int type)
 	case LZBR_OPEN:
 		return sizeof(struct lzbr_open);
 	case LZBR_DATA:
+	case LZBR_DATAV:
 		return -1;
 	default:
 		return 0;
@@ -71,6 +72,12 @@ int lzbr_wire_check(const void *hdr, size_t hdr_len, size_t data_len, uint32_t m
 	} else if (h.len != (size_t)want) {
 		return -EPROTO;
 	}
+	/* DATAV: 2 to LZBR_BATCH_MSGS records, within LZBR_BATCH_BYTES (the
+	 * records themselves are checked once the frame is open). */
+	if (h.type == LZBR_DATAV &&
+	    (h.arg < 2 || h.arg > LZBR_BATCH_MSGS || h.len > LZBR_BATCH_BYTES ||
+	     h.len < h.arg * sizeof(struct lzbr_rec)))
+		return -EPROTO;
 	/* The handshake, ERROR and PING are the connection's; the rest a stream's. */
 	conn = h.type <= LZBR_WELCOME || h.type == LZBR_ERROR || h.type == LZBR_PING;
 	if (conn != (h.stream == 0))

@@ -19,7 +19,7 @@
 
 #define LZBR_AM_ID		0x4c5a		/* the one active message id */
 #define LZBR_MAGIC		0x4c5a		/* "LZ" */
-#define LZBR_VERSION		2		/* 1: shared keys, no sealing */
+#define LZBR_VERSION		3		/* 1: shared keys, no sealing; 2: no DATAV */
 
 enum lzbr_type {
 	/* The handshake, initiator (I) and acceptor (A), in this order. */
@@ -37,7 +37,10 @@ enum lzbr_type {
 	LZBR_ENDED = 11,	/* A->I  the stream is over there; arg: errno */
 	LZBR_ERROR = 12,	/* either way, then the connection closes; arg: errno */
 	LZBR_PING = 13,		/* either way, sealed: nothing else was sent for a while */
-	LZBR_TYPE_MAX = 13,
+	LZBR_DATAV = 14,	/* I->A  seq: the first's; arg: how many (2..LZBR_BATCH_MSGS);
+				 * payload: that many struct lzbr_rec, each with its
+				 * message; as many DATA frames, seq, seq + 1, ... */
+	LZBR_TYPE_MAX = 14,
 };
 
 /* How a remote sender's stream ended (LZBR_END's arg). */
@@ -56,6 +59,21 @@ struct lzbr_hdr {
 	uint32_t len;		/* payload bytes, before sealing */
 	uint32_t flags;		/* 0 */
 };				/* 32 bytes */
+
+/*
+ * DATAV: consecutive messages of one stream in one frame, so that one
+ * seal, one open and one UCX message carry them all.  Each is a record:
+ * this header, its len bytes, zeros up to the next multiple of 8.  The
+ * records fill the payload exactly; a message whose record alone would
+ * pass LZBR_BATCH_BYTES goes as DATA.
+ */
+struct lzbr_rec {
+	uint32_t len;		/* the message's bytes */
+	uint32_t zero;		/* 0 */
+};
+#define LZBR_BATCH_MSGS		64
+#define LZBR_BATCH_BYTES	16384
+#define LZBR_REC_SIZE(len)	(sizeof(struct lzbr_rec) + (((uint64_t)(len) + 7) & ~7ULL))
 
 #define LZBR_NAME_SIZE		64	/* bridge and channel names, NUL-padded */
 #define LZBR_KEY_SIZE		32	/* X25519 keys, session keys, hashes */
