@@ -77,6 +77,7 @@ route slow@hostB slots=256
 route kill@hostB slots=256
 route secret@hostB slots=256
 route gone@hostB slots=256
+route huge@hostB slots=512 slot_size=65536 senders=1
 EOF
 cat > "$tmp/B/conf" <<EOF
 name hostB
@@ -85,7 +86,7 @@ listen 10.231.0.2:14000
 private-key $tmp/B.key
 peer hostA public-key=$pub_A
 peer hostC public-key=$pub_C
-allow hostA orders slow kill gone
+allow hostA orders slow kill gone huge
 allow hostC orders
 EOF
 cat > "$tmp/C/conf" <<EOF
@@ -156,6 +157,7 @@ check "poll-us out of range is refused with its line; --check says the value in 
 seq -f "many %.0f" 1 2000000 > "$tmp/many"	# more than any test takes
 on B "$tool" create orders --slots 256 >/dev/null
 for ch in secret slow kill gone; do on B "$tool" create $ch --slots 256 >/dev/null; done
+on B "$tool" create huge --slots 512 --slot-size 65536 --lanes 2 >/dev/null
 # B's origin directory: a record an earlier bridge left, and a file that
 # is not a record (the directory is the administrator's to choose).
 mkdir -p "$tmp/B/origin"
@@ -216,6 +218,26 @@ largest() {
 		grep -q "$max" "$tmp/over.err"
 }
 check "messages up to the channel's largest arrive whole; one byte more is EMSGSIZE" largest
+
+# A message larger than what UCX may hold for a peer at once (16 MiB),
+# then small ones, on it and on another route: everything crosses (the
+# batch's length, left behind by the lone large one, once stopped every
+# route of the bridge for good).
+huge() {
+	until_ok 20 proxy_exists A huge@hostB || return 1
+	records $((17 << 20)) 5 6 7 > "$tmp/huge.in"
+	on B "$tool" recv huge --records --count 4 --timeout 60000 > "$tmp/huge.out" &
+	local r=$!
+	rx_wait B huge || return 1
+	on A "$tool" send huge@hostB --records --timeout 60000 < "$tmp/huge.in" || return 1
+	wait $r && cmp -s "$tmp/huge.in" "$tmp/huge.out" || { echo "# the huge message and those after it differ"; return 1; }
+	on B "$tool" recv orders --count 1 --timeout 10000 > "$tmp/after-huge.out" &
+	r=$!
+	rx_wait B orders || return 1
+	echo after-huge | on A "$tool" send orders@hostB --timeout 5000 && wait $r &&
+		grep -qx after-huge "$tmp/after-huge.out" || { echo "# orders@hostB stalled after it"; return 1; }
+}
+check "a 17 MiB message, then small ones: all cross, and other routes keep going" huge
 
 # 3: a receiver that is not there: the sender blocks (its proxy lane
 # full, credit spent), B's bridge holds at most its window, nothing is lost.

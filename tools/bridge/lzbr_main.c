@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,6 +113,16 @@ static uint64_t now_ns(void)
 }
 
 /* "ADDR:PORT" for the log. */
+/* @ss's port (host order; 0 for a family without one). */
+static unsigned int port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
 static void addr_str(char *out, size_t len, const struct sockaddr_storage *ss)
 {
 	char a[INET6_ADDRSTRLEN] = "?";
@@ -1456,19 +1467,28 @@ static void batch_put(uint32_t off, const void *data, uint32_t len)
 	memset(at + sizeof(rec) + len, 0, LZBR_REC_SIZE(len) - sizeof(rec) - len);
 }
 
+/* The batch empty again: nothing of it counts any more (its length went
+ * into INFLIGHT_MAX's check: a lone message's, more than 16 MiB, left
+ * there stopped every route for good). */
+static void batch_drop(void)
+{
+	br.batch.n = 0;
+	br.batch.len = 0;
+}
+
 /* Send what the batch holds on stream @id: one message as DATA (from its
  * view, uncopied), more as one DATAV.  0, or the connection failed. */
 static int batch_flush(struct conn *c, uint32_t id)
 {
-	uint32_t n = br.batch.n;
+	uint32_t n = br.batch.n, len = br.batch.len;
 
 	if (!n)
 		return 0;
-	br.batch.n = 0;
+	batch_drop();
 	if (n == 1)
 		return conn_send(c, LZBR_DATA, id, br.batch.seq, 0, br.batch.first,
 				 br.batch.first_len);
-	return conn_send(c, LZBR_DATAV, id, br.batch.seq, n, br.batch.buf, br.batch.len);
+	return conn_send(c, LZBR_DATAV, id, br.batch.seq, n, br.batch.buf, len);
 }
 
 /* Message @seq of stream @id into the batch, sending the batch first when
@@ -1505,7 +1525,7 @@ static void lane_down(struct route *r, struct ostream *os, const char *why, bool
 {
 	if (!r->conn->err)
 		batch_flush(r->conn, os->id);
-	br.batch.n = 0;
+	batch_drop();
 	route_down(r, why, lost);
 }
 
@@ -1526,7 +1546,7 @@ static void route_pump(struct route *r)
 		 * failed connection takes the route down). */
 		if (r->rx && !c->err && batch_flush(c, os->id))
 			return;
-		br.batch.n = 0;
+		batch_drop();
 		if (stop)
 			return;
 	}
@@ -2133,20 +2153,24 @@ static bool devices_have(const char *devices, const char *dev)
 }
 
 /*
- * Every listening TCP socket of the process -- all of them UCX's: the
- * bridge opens none of its own -- bound to the interface its address is
- * on (SO_BINDTODEVICE).  Linux takes a connection for a local address
+ * UCX's listening sockets -- the listen address's, and its own on the data
+ * port it was given -- bound to the interface their address is on
+ * (SO_BINDTODEVICE).  Linux takes a connection for a local address
  * arriving on any interface (the weak host model): without this, a host
  * on another network of this machine, the underlay of a WireGuard tunnel
  * say, that routes the listen address here reaches UCX's parser although
- * the configuration names only the tunnel.  A socket on an address that no
- * configured interface holds stops the bridge.  0, or -1 with the reason
- * said.
+ * the configuration names only the tunnel.  They are found among the
+ * process's fds by what they listen on (a listening socket the bridge
+ * inherited is left alone); one on an address that no configured
+ * interface holds, or the listen address's not found, stops the bridge.
+ * 0, or -1 with the reason said.
  */
-static int bind_listeners(const char *devices)
+static int bind_listeners(const char *devices, unsigned int dport)
 {
+	unsigned int lport = br.conf.has_listen ? port_of(&br.conf.listen) : 0;
+	bool listen_bound = false;
 	struct dirent *e;
-	int bound = 0, r = 0;
+	int r = 0;
 	DIR *d;
 
 	d = opendir("/proc/self/fd");
@@ -2167,7 +2191,8 @@ static int bind_listeners(const char *devices)
 		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on ||
 		    (len = sizeof(int), getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) ||
 		    proto != IPPROTO_TCP || getsockname(fd, (struct sockaddr *)&me, &mlen) ||
-		    (me.ss_family != AF_INET && me.ss_family != AF_INET6))
+		    (me.ss_family != AF_INET && me.ss_family != AF_INET6) ||
+		    (port_of(&me) != dport && port_of(&me) != lport))
 			continue;
 		addr_str(a, sizeof(a), &me);
 		if (iface_holding(&me, dev, sizeof(dev)) || !devices_have(devices, dev)) {
@@ -2179,25 +2204,35 @@ static int bind_listeners(const char *devices)
 			r = -1;
 		} else {
 			dbg("UCX's listener on %s takes connections from %s only", a, dev);
-			bound++;
+			listen_bound |= lport && port_of(&me) == lport &&
+					addr_is((const struct sockaddr *)&me, &br.conf.listen);
 		}
 	}
 	closedir(d);
-	if (!r && !bound && br.conf.has_listen) {
-		say("found none of UCX's listeners to bind to their interfaces");
+	if (!r && br.conf.has_listen && !listen_bound) {
+		char a[80];
+
+		addr_str(a, sizeof(a), &br.conf.listen);
+		say("UCX's listener on %s not found, so not bound to its interface", a);
 		r = -1;
 	}
 	return r;
 }
 
 /* poll-us, or its default: 50 us where the bridge can have a CPU to
- * itself (4 or more online), none where polling takes the CPU a sender
- * or receiver needs (measured on 2 CPUs: performance page). */
+ * itself (4 or more it may run on), none where polling takes the CPU a
+ * sender or receiver needs (measured on 2 CPUs: performance page). */
 static int poll_us(const struct lzbr_conf *c)
 {
 	if (c->poll_us >= 0)
 		return c->poll_us;
-	return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 50 : 0;
+	cpu_set_t cpus;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* The CPUs it may run on (a container's, taskset's), not the host's. */
+	if (!sched_getaffinity(0, sizeof(cpus), &cpus))
+		n = CPU_COUNT(&cpus);
+	return n >= 4 ? 50 : 0;
 }
 
 /* Set UCX variable @name (before UCX reads them), saying when it replaces
@@ -2236,7 +2271,7 @@ static int setup(void)
 	int i;
 
 	char devices[256], port[32];
-	unsigned int dport;
+	unsigned int dport = 0;
 
 	/* First, before UCX starts any thread: every thread of this process
 	 * then blocks them too, and they reach only the signalfd. */
@@ -2298,7 +2333,7 @@ static int setup(void)
 			return -1;
 		}
 	}
-	if (bind_listeners(devices))
+	if (bind_listeners(devices, dport))
 		return -1;
 	br.sigfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	br.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -2392,6 +2427,18 @@ static bool all_closed(void)
 	return !br.conns;
 }
 
+/* SIGTERM or SIGINT, through the signalfd (non-blocking): stop. */
+static void read_signals(void)
+{
+	struct signalfd_siginfo si;
+	bool was = br.stop;
+
+	while (read(br.sigfd, &si, sizeof(si)) == sizeof(si))
+		br.stop = true;
+	if (br.stop && !was)
+		say("stopping");
+}
+
 static int loop(void)
 {
 	struct epoll_event evs[16];
@@ -2428,8 +2475,10 @@ static int loop(void)
 		/* poll-us: a frame or message that follows soon is taken
 		 * without the wakeup's cost (a sleep, a wake across CPUs);
 		 * bounded, as the loop then arms and sleeps. */
-		if (br.poll_ns && !br.stop && now_ns() - br.work_ns < br.poll_ns)
+		if (br.poll_ns && !br.stop && now_ns() - br.work_ns < br.poll_ns) {
+			read_signals();	/* a loop that never sleeps still hears them */
 			continue;
+		}
 		if (ucp_worker_arm(br.worker) == UCS_ERR_BUSY)
 			continue;
 		for (i = 0; i < br.conf.nroutes; i++) {
@@ -2451,14 +2500,8 @@ static int loop(void)
 			continue;
 		n = epoll_wait(br.epfd, evs, 16, br.stop ? 10 : sleep_ms());
 		for (i = 0; i < n; i++)
-			if (evs[i].data.ptr == &br.sigfd) {
-				struct signalfd_siginfo si;
-
-				while (read(br.sigfd, &si, sizeof(si)) == sizeof(si))
-					br.stop = true;
-				if (br.stop)
-					say("stopping");
-			}
+			if (evs[i].data.ptr == &br.sigfd)
+				read_signals();
 	}
 }
 
