@@ -555,7 +555,7 @@ int lzb_cmd_ipm(int argc, char **argv)
 		       (unsigned long long)len, IPM_SLOTS, lzb.backend ? lzb.backend : "?");
 	lzb_table_note(t, "batch rows: per message, batches of %d, one release per batch; "
 		       "recv_batch copies each message out (the copy is counted), 'recv_batch, "
-		       "views' reads them in place (as the issue's table counted it)", IPM_BATCH);
+		       "views' reads them in place", IPM_BATCH);
 	lzb_table_note(t, "empty rows: per poll of an empty lane (what a receiver spins on "
 		       "between messages, as in a ping-pong)");
 	lzb_table_note(t, "'recv, %d lanes': %d senders, %d messages on each per round, "

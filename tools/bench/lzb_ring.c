@@ -9,7 +9,11 @@
  *   lazy           the ready flag is a sequence number inside the message,
  *                  and the receiver publishes its read pointer only every
  *                  half ring (lazy flow control);
- *   lazy-cldemote  lazy, plus CLDEMOTE of each message after writing it.
+ *   lazy-cldemote  lazy, plus CLDEMOTE of each message after writing it;
+ *   lazy-fair      lazy, with the receiver's work libchan's copy row does:
+ *                  56 bytes copied out, the sender named in the payload
+ *                  range-checked and its counter checked (the fair
+ *                  baseline for libchan's receive).
  * libchan, one channel with a lane per sender:
  *   libchan        lzchan_send() / lzchan_recv() (a copy on each side);
  *   libchan-batch  lzchan_send_batch() of --batch messages / lzchan_recv_batch();
@@ -32,11 +36,11 @@
 #define RING_MAX_SENDERS	64
 
 enum ring_impl {
-	IMPL_CLASSIC, IMPL_LAZY, IMPL_LAZY_DEMOTE,
+	IMPL_CLASSIC, IMPL_LAZY, IMPL_LAZY_DEMOTE, IMPL_LAZY_FAIR,
 	IMPL_LIBCHAN, IMPL_LIBCHAN_BATCH, IMPL_LIBCHAN_ZC, IMPL_COUNT
 };
 static const char *const impl_names[IMPL_COUNT] = {
-	"classic", "lazy", "lazy-cldemote", "libchan", "libchan-batch", "libchan-zc"
+	"classic", "lazy", "lazy-cldemote", "lazy-fair", "libchan", "libchan-batch", "libchan-zc"
 };
 
 /* A baseline ring's message: one line, the sequence in the last word. */
@@ -154,6 +158,22 @@ static inline int ring_poll_lazy(struct ring *r, uint32_t rp, uint32_t *val)
 	return 1;
 }
 
+/* lazy-fair: as ring_poll_lazy(), the message's 56 bytes copied to @out. */
+static inline int ring_poll_lazy_copy(struct ring *r, uint32_t rp, uint32_t *out)
+{
+	const struct ring_msg *slot = &r->msgs[rp & (r->size - 1)];
+
+	/* Pairs with the sender's release store of seq. */
+	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != rp)
+		return 0;
+	memcpy(out, slot->data, 56);
+	rp++;
+	/* Every half ring.  Pairs with the sender's acquire load. */
+	if (!(rp & ((r->size - 1) >> 1)))
+		__atomic_store_n(&r->shared_rp, rp, __ATOMIC_RELEASE);
+	return 1;
+}
+
 /* ---------- workers ---------- */
 
 static int ring_sender(struct ring_run *run, int i)
@@ -194,6 +214,7 @@ static int ring_sender(struct ring_run *run, int i)
 		break;
 	case IMPL_LAZY:
 	case IMPL_LAZY_DEMOTE:
+	case IMPL_LAZY_FAIR:
 		for (n = 0; n < run->per_sender; n++) {
 			m.data[0] = (uint32_t)n;
 			ring_send_lazy(&run->rings[i - 1], (uint32_t)n, &m,
@@ -379,6 +400,31 @@ static int ring_receiver(struct ring_run *run)
 	t0 = lzb_rdtsc();
 	if (ch) {
 		ret = ring_rx_libchan(run, ch, total, expect);
+	} else if (run->impl == IMPL_LAZY_FAIR) {
+		uint32_t buf[16];
+
+		while (got < total) {
+			if (ring_poll_lazy_copy(&run->rings[i], rp[i], buf)) {
+				/* libchan's copy row's checks: the sender the
+				 * payload names, its counter. */
+				if (buf[1] < 1 || buf[1] > (uint32_t)run->senders ||
+				    buf[0] != (uint32_t)expect[buf[1]]) {
+					snprintf(run->why, sizeof(run->why),
+						 "ring %d: message %u of sender %u out of order", i,
+						 buf[0], buf[1]);
+					ret = 1;
+					break;
+				}
+				expect[buf[1]]++;
+				rp[i]++;
+				got++;
+			} else {
+				lzb_spin(&spins);
+			}
+			if (++i == run->senders)
+				i = 0;
+		}
+		run->rx_msgs = got;
 	} else {
 		bool classic = run->impl == IMPL_CLASSIC;
 
