@@ -102,8 +102,9 @@ struct lzchan {
 	uint32_t cont_count;		/* bits set in cont (f.cont_any: nonzero) */
 	uint64_t last_rx_look_ns;	/* shm: last look at the receiver's lock */
 	uint64_t gone_held_ns;		/* shm: GONE said, receiver's lock found held */
-	bool rx_seen;			/* shm: a status other than NONE was seen:
-					 * NONE is then a lie (anyone may write it) */
+	bool rx_seen;			/* shm: a status other than NONE was seen,
+					 * or our lane given up: NONE is then a lie
+					 * (anyone may write it) */
 	bool rx_dead;			/* shm: the receiver's lock was found free
 					 * under status rx_dead_st ... */
 	uint64_t rx_dead_st;		/* ... and stays "dead" while it reads so */

@@ -320,7 +320,8 @@ void __lzchan_tx_stats(struct lzchan *ch)
  * only its lock tells, looked at every FULL_LIVENESS_NS at most (*@look:
  * when last).  A status of NONE -- no receiver yet, and messages wait
  * for the first -- is believed only until this sender has seen another
- * status (at open, in the library's send, here); after that NONE is a
+ * status (at open, in the library's send, here) or its lane given up
+ * (__lz_tx_given_up(): only a receiver does that); after that NONE is a
  * lie, and the lock decides as for ATTACHED (test hostile_receiver).  The
  * lock held alone proves nothing: a receiver holds it before it says
  * ATTACHED, and one that died in between leaves NONE, truly.  A verdict
@@ -349,26 +350,39 @@ static bool __lz_tx_rx_dead(struct lzchan *ch, uint64_t st, uint64_t *look)
 	return ch->rx_dead;
 }
 
+/*
+ * Has the receiver given our lane up (__lz_rx_broke())?  Then the room we
+ * wait for will never come; and only a receiver gives a lane up, so this
+ * sender has seen one whatever the status says -- a NONE forged before it
+ * opened included, which left __lz_tx_rx_dead() believing "no receiver
+ * yet" and the sender at -EBADMSG for ever once that receiver died (test
+ * receiver_that_gave_up_and_died_is_gone).  Relaxed: only compared; a
+ * stale 0 costs one more retry.
+ */
+static bool __lz_tx_given_up(struct lzchan *ch)
+{
+	if (__lz_load(&ch->f.my_rxl->broken) != ch->lane_gen)
+		return false;
+	ch->rx_seen = true;
+	return true;
+}
+
 static int __lz_tx_full(struct lzchan *ch)
 {
 	/* Pairs with the release store of rx_status (module or receiver). */
 	uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
+	bool given_up = __lz_tx_given_up(ch);
 
 	/* A sender waiting on a full lane shows its exact counts. */
 	__lzchan_tx_stats(ch);
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 		return -EPIPE;
 	/* shm: the receiver's lock, when the ring is found full -- before
-	 * the word below, which the receiver wrote: one that gave the lane
-	 * up and then died is gone, and says so (test hostile_receiver). */
+	 * the give-up, which the receiver wrote: one that gave the lane up
+	 * and then died is gone, and says so (test hostile_receiver). */
 	if (__lz_tx_rx_dead(ch, st, &ch->last_rx_look_ns))
 		return -EPIPE;
-	/* The receiver gave our lane up (__lz_rx_broke()): the room we wait
-	 * for will never come.  Relaxed: only compared; a stale 0 costs one
-	 * more retry. */
-	if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
-		return -EBADMSG;
-	return -EAGAIN;
+	return given_up ? -EBADMSG : -EAGAIN;
 }
 
 /* Positions up to @end (exclusive) are ours to write by @head: the head
@@ -727,6 +741,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 {
 	uint64_t start = __lzchan_now_ns(), now = start, deadline, look = 0;
 	unsigned int tries = 0;
+	bool given_up;
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
@@ -743,6 +758,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 		 * read what it released. */
 		if (__lz_load_acq(&ch->f.my_rxl->head) == ch->f.tail)
 			return 0;
+		given_up = __lz_tx_given_up(ch);
 		/* shm: a receiver that died (its lock; first, as in
 		 * __lz_tx_full(), and before NONE, which it may make a lie). */
 		if (__lz_tx_rx_dead(ch, st, &look))
@@ -751,9 +767,8 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 			return -ENOTCONN;	/* they wait for the first receiver */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))
 			return -EPIPE;
-		/* Our lane was given up: what is left will never be read.
-		 * Relaxed, as in __lz_tx_full(). */
-		if (__lz_load(&ch->f.my_rxl->broken) == ch->lane_gen)
+		/* Our lane was given up: what is left will never be read. */
+		if (given_up)
 			return -EBADMSG;
 		if (now >= deadline)
 			return -ETIMEDOUT;

@@ -1560,7 +1560,10 @@ TEST(dead_receiver_seen_at_the_next_retry)
  * ever (the look came after the receiver's word and was never reached).
  * And one that also wrote "no receiver yet" (NONE) over its status, which
  * anyone may on shm: the sender, having seen it, does not believe that
- * (the lock was looked at only for ATTACHED, so it waited for ever).
+ * (the lock was looked at only for ATTACHED, so it waited for ever).  And
+ * one that wrote NONE before the sender opened, so that the sender never
+ * saw a receiver's status: the give-up itself says a receiver was there
+ * (-EBADMSG for ever otherwise; test hostile_receiver's rare failure).
  */
 static void gave_up_and_died(struct __test_metadata *_metadata, int forge_none)
 {
@@ -1581,14 +1584,21 @@ static void gave_up_and_died(struct __test_metadata *_metadata, int forge_none)
 		struct lzchan *rx;
 		char buf[64];
 
-		if (lzchan_open(&rx, "gaveup", LZCHAN_RECEIVER, NULL) || write(ready[1], "r", 1) != 1 ||
-		    read(go[0], &b, 1) != 1)
+		if (lzchan_open(&rx, "gaveup", LZCHAN_RECEIVER, NULL))
+			_exit(1);
+		f = (struct __lzchan_fast *)rx;
+		/* 2: NONE before the sender opens, so that it never sees a
+		 * receiver's status at all (only the give-up says one was
+		 * there). */
+		if (forge_none == 2)
+			__atomic_store_n(&f->hdr->rx_status, LZCHAN_STATUS(0, LZCHAN_RX_NONE),
+					 __ATOMIC_RELEASE);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1)
 			_exit(1);
 		/* The sender's first message makes its lane known. */
 		while (lzchan_recv(rx, buf, sizeof(buf), NULL) != 1)
 			;
 		/* Its sender's generation, as the lane's status says. */
-		f = (struct __lzchan_fast *)rx;
 		__atomic_store_n(&f->lanes[0].rxl->broken,
 				 LZCHAN_STATUS_GEN(__atomic_load_n(&f->lanes[0].info->status,
 								   __ATOMIC_ACQUIRE)),
@@ -1625,6 +1635,7 @@ TEST(receiver_that_gave_up_and_died_is_gone)
 {
 	gave_up_and_died(_metadata, 0);
 	gave_up_and_died(_metadata, 1);
+	gave_up_and_died(_metadata, 2);
 }
 
 /*
