@@ -147,6 +147,7 @@ cp "$top/selftests/vm/init" "$initrd/init"
 cp "$bsrc/kmod/lzchan.ko" "$initrd/lzchan.ko"
 [ -z "$DEBUG" ] || cp "$rsrc/lzchan_rigcheck.ko" "$initrd/lzchan_rigcheck.ko"
 cp "$top/selftests/settings" "$initrd/tests/"
+cp "$top/selftests/lzchan_vm_tap.sh" "$initrd/tests/"	# the shell tests' TAP
 cp "$top/selftests/lzchan_hold" "$initrd/tests/" || fail_early "lzchan_hold built (run 'make selftests')"
 cp "$top/selftests/lzchan-static" "$initrd/tests/" || fail_early "lzchan-static built (run 'make selftests')"
 # The bridge, where it was built (UCX, libsodium), with the shared

@@ -588,10 +588,23 @@ static int mode_desync(const struct identity *id)
 	return failed ? 0 : 1;
 }
 
+/* Stream 1 into @channel, as this process (replay, datav). */
+static void fz_open_stream(ucp_ep_h e, struct lzbr_session *s, const char *channel)
+{
+	struct lzbr_open o;
+
+	memset(&o, 0, sizeof(o));
+	snprintf(o.channel, sizeof(o.channel), "%s", channel);
+	o.uid = (uint32_t)getuid();
+	o.pid = (int32_t)getpid();
+	o.max_msg = 4096;
+	fz_sealed(e, s, LZBR_OPEN, 1, 0, 0, &o, sizeof(o));
+	fz_progress_ms(300);
+}
+
 static int mode_replay(const struct identity *id, const char *channel)
 {
 	struct lzbr_session s, ahead;
-	struct lzbr_open o;
 	struct lzbr_hdr h;
 	uint8_t frame[64];
 	ucp_ep_h e = fz_connect(NULL);
@@ -600,13 +613,7 @@ static int mode_replay(const struct identity *id, const char *channel)
 		fprintf(stderr, "replay: no handshake\n");
 		return 1;
 	}
-	memset(&o, 0, sizeof(o));
-	snprintf(o.channel, sizeof(o.channel), "%s", channel);
-	o.uid = (uint32_t)getuid();
-	o.pid = (int32_t)getpid();
-	o.max_msg = 4096;
-	fz_sealed(e, &s, LZBR_OPEN, 1, 0, 0, &o, sizeof(o));
-	fz_progress_ms(300);
+	fz_open_stream(e, &s, channel);
 	/* "one", and the very same frame again. */
 	h = fz_hdr(LZBR_DATA, 1, 1, 0, 3);
 	lzbr_seal(&s, &h, "one", 3, frame);
@@ -657,7 +664,6 @@ static int mode_datav(const struct identity *id, const char *channel)
 
 	for (k = 0; k < 3; k++) {
 		struct lzbr_session s;
-		struct lzbr_open o;
 		struct lzbr_rec rec;
 		uint8_t frame[128];
 		char a[8], b[8];
@@ -669,13 +675,7 @@ static int mode_datav(const struct identity *id, const char *channel)
 			fprintf(stderr, "datav: no handshake (connection %d)\n", k);
 			return 1;
 		}
-		memset(&o, 0, sizeof(o));
-		snprintf(o.channel, sizeof(o.channel), "%s", channel);
-		o.uid = (uint32_t)getuid();
-		o.pid = (int32_t)getpid();
-		o.max_msg = 4096;
-		fz_sealed(e, &s, LZBR_OPEN, 1, 0, 0, &o, sizeof(o));
-		fz_progress_ms(300);
+		fz_open_stream(e, &s, channel);
 		snprintf(a, sizeof(a), "v%da", k);
 		snprintf(b, sizeof(b), "v%db", k);
 		len = fz_records(frame, a, b);

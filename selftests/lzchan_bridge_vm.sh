@@ -12,33 +12,9 @@
 here=$(cd "${1:-$(dirname "$0")}" && pwd)
 bridged=$here/lzchan-bridged
 tool=$here/lzchan-static
-n=0 failed=0
 plan=4
-echo "TAP version 13"
-echo "1..$plan"
-
-check() { # description, then the test as a command (or shell function)
-	desc=$1; shift
-	n=$((n + 1))
-	if "$@"; then printf 'ok %s %s\n' $n "$desc"
-	else printf 'not ok %s %s\n' $n "$desc"; failed=1; fi
-}
-skip_all() {
-	i=0
-	while [ $i -lt $plan ]; do
-		i=$((i + 1))
-		echo "ok $i # SKIP $1"
-	done
-	exit 0
-}
-
-if [ ! -c /dev/lzchan ]; then
-	if [ "$LZCHAN_EXPECT_DEV" = 1 ]; then
-		echo "not ok 1 /dev/lzchan exists"
-		exit 1
-	fi
-	skip_all "/dev/lzchan absent: lzchan.ko not loaded"
-fi
+. "$(dirname "$0")/lzchan_vm_tap.sh"
+need_dev
 [ -x "$bridged" ] || skip_all "lzchan-bridged not built (UCX or libsodium missing where it was built)"
 "$bridged" --help >/dev/null 2>&1 || skip_all "lzchan-bridged does not run here (its libraries?)"
 # A kernel without IPv4 (CONFIG_INET) has no TCP for UCX (the debug kernel has

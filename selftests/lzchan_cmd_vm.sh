@@ -7,30 +7,9 @@
 # usage: lzchan_cmd_vm.sh [PATH-TO-lzchan]   (default: lzchan-static here)
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:-$here/lzchan-static}
-n=0 failed=0
 plan=29
-echo "TAP version 13"
-echo "1..$plan"
-
-check() { # description, then the test as a command (or shell function)
-	desc=$1; shift
-	n=$((n + 1))
-	if "$@"; then printf 'ok %s %s\n' $n "$desc"
-	else printf 'not ok %s %s\n' $n "$desc"; failed=1; fi
-}
-
-if [ ! -c /dev/lzchan ]; then
-	if [ "$LZCHAN_EXPECT_DEV" = 1 ]; then
-		echo "not ok 1 /dev/lzchan exists"
-		exit 1
-	fi
-	i=0
-	while [ $i -lt $plan ]; do
-		i=$((i + 1))
-		echo "ok $i # SKIP /dev/lzchan absent: lzchan.ko not loaded"
-	done
-	exit 0
-fi
+. "$here/lzchan_vm_tap.sh"
+need_dev
 
 tmp=$(mktemp -d)
 out=$tmp/out err=$tmp/err

@@ -4,23 +4,12 @@
 # sh) with lzchan.ko loaded; the host's lzchan_docs.sh runs them on the
 # shm backend.  Static builds of the examples sit beside it.  Prints TAP.
 here=$(cd "$(dirname "$0")" && pwd)
-n=0 failed=0
-echo "TAP version 13"
-echo "1..2"
-if [ ! -c /dev/lzchan ]; then
-	echo "ok 1 # SKIP /dev/lzchan absent"
-	echo "ok 2 # SKIP /dev/lzchan absent"
-	exit 0
-fi
+plan=2
+. "$here/lzchan_vm_tap.sh"
+need_dev
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset LZCHAN_BACKEND LZCHAN_SHM_DIR
-check() { # description, then the test
-	desc=$1; shift
-	n=$((n + 1))
-	if "$@"; then echo "ok $n $desc"
-	else echo "not ok $n $desc"; failed=1; fi
-}
 epoll() {
 	timeout 120 "$here/lzchan_epoll-static" exdev$$ 20000 >"$tmp/ep" 2>&1
 	s=$?
