@@ -54,7 +54,7 @@ struct lzchan;
 						 * owner is the caller's euid */
 #define LZCHAN_TEMP		(1U << 5)	/* with CREATE, as RECEIVER: a new
 						 * channel whose name goes with its
-						 * receiver (since LZCHAN_0.3) */
+						 * receiver */
 
 /* Channel options, for creation (and the receiver's tunables). */
 struct lzchan_opts {
@@ -91,7 +91,6 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
  * As lzchan_open(), but while the channel does not exist yet (-ENOENT)
  * wait for it, up to @timeout_ns (-1: forever; -ETIMEDOUT), looking every
  * 1 ms, then every 10 ms after 20 ms.  -EINTR if a signal handler ran.
- * Since LZCHAN_0.3.
  */
 int lzchan_open_wait(struct lzchan **chp, const char *name, unsigned int flags,
 		     const struct lzchan_opts *opts, int64_t timeout_ns);
@@ -99,7 +98,7 @@ int lzchan_open_wait(struct lzchan **chp, const char *name, unsigned int flags,
 /*
  * Sender: wait until a receiver is attached to the channel, up to
  * @timeout_ns (-1: forever).  0, -ETIMEDOUT, -EINTR (lzchan_wake() or a
- * signal), -EIO, -EBADF (not a sender).  Since LZCHAN_0.3.
+ * signal), -EIO, -EBADF (not a sender).
  */
 int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns);
 
@@ -112,8 +111,7 @@ void lzchan_close(struct lzchan *ch);
  * Close as lzchan_close() does, but as a death, not a clean close: the
  * peer's lzchan_end_cause() then says LZCHAN_END_LOST.  For a proxy whose
  * own party died or was cut off (lzchan-bridged, for a remote sender that
- * died).  Messages already sent are still delivered first.  Since
- * LZCHAN_0.3.
+ * died).  Messages already sent are still delivered first.
  */
 void lzchan_close_lost(struct lzchan *ch);
 
@@ -125,7 +123,6 @@ void lzchan_close_lost(struct lzchan *ch);
  * closing; LZCHAN_END_UNKNOWN: the module does not record it (one
  * without LZCHAN_FEAT_BYE).  -EINVAL (bad lane), -EBADF.  On shm the
  * answer is read from the channel file, which any party can write.
- * Since LZCHAN_0.3.
  */
 #define LZCHAN_END_CLOSED	1
 #define LZCHAN_END_LOST		2
@@ -176,7 +173,7 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
  * message sent on this handle.  0; -ENOTCONN (no receiver has attached yet:
  * the messages wait for the first), -EPIPE (the receiver left, or died,
  * before taking them), -ETIMEDOUT, -EINTR (lzchan_wake() or a signal),
- * -EIO, -EBADF.  Since LZCHAN_0.3.
+ * -EIO, -EBADF.
  */
 int lzchan_flush(struct lzchan *ch, int64_t timeout_ns);
 
@@ -462,30 +459,19 @@ static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_r
 	return 0;
 }
 
-/* The library's entry points behind the inline functions (LZCHAN_0.2;
- * __lzchan_lost, __lzchan_tx_stats and __lzchan_tx_after since
- * LZCHAN_0.3). */
+/* The library's entry points behind the inline functions: not for direct
+ * use.  __lzchan_slow_*() take what the inline code does not (multi-slot
+ * messages, gates, wakes, ends); the inline code relies on the handle
+ * fields this library keeps (rx_lanes, rx_payload, the send's gate). */
 int __lzchan_lost(struct lzchan *ch);
 void __lzchan_tx_stats(struct lzchan *ch);
 int __lzchan_tx_after(struct lzchan *ch);
-int __lzchan_send(struct lzchan *ch, const void *buf, size_t len);
-int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
-int __lzchan_commit(struct lzchan *ch, size_t len);
-int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
-int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
-void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
-void __lzchan_tx_wake(struct lzchan *ch);
-/* The same entry points (LZCHAN_0.3.1), called by this header's inline
- * code: it needs a library that keeps the handle's rx_lanes and
- * rx_payload and computes the send's gate again on every call, so a
- * program built with it refuses to load against an earlier one. */
 int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len);
 int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf);
 int __lzchan_slow_commit(struct lzchan *ch, size_t len);
 int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m);
 void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
-/* ... and behind the inline lzchan_recv_batch() (LZCHAN_0.3.2). */
 int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
 
 /*
@@ -519,7 +505,7 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
  * lzchan_flush() or lzchan_wait_receiver() on @ch return -EINTR (if none is, the next such call that
  * would block does).
  * The one call that may be made on a handle another thread is using; it
- * is async-signal-safe.  0, or -EBADF (NULL).  Since LZCHAN_0.3.
+ * is async-signal-safe.  0, or -EBADF (NULL).
  */
 int lzchan_wake(struct lzchan *ch);
 
@@ -577,7 +563,7 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
  * time), the file is its uid's and names this channel and lane.
  * 0; -ENOENT: the lane's sender claims no origin (a local sender);
  * -ENOTCONN: nobody on the lane; -EPROTO: a malformed record; -EBADF (not
- * a receiver), -EINVAL, and lzchan_peer()'s errors.  Since LZCHAN_0.3.
+ * a receiver), -EINVAL, and lzchan_peer()'s errors.
  */
 #define LZCHAN_ORIGIN_DIR_DEFAULT	"/run/lzchan-bridged/origin"
 struct lzchan_origin {
@@ -598,7 +584,7 @@ int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o
  */
 int lzchan_dev_features(struct lzchan_features *out);
 
-/* ---- managing and inspecting channels (since LZCHAN_0.2) ---- */
+/* ---- managing and inspecting channels ---- */
 
 /*
  * lzchan_create - create channel @name without attaching to it.
@@ -681,7 +667,7 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
  * Unverified: with no handle there is no kernel to ask who holds the
  * lane, so only the writer, *@pid, vouches for it (lzchan show marks
  * remote lanes with it).  0; -ENOENT (no record, or its writer is gone),
- * -EPROTO (malformed), -EINVAL, -ENAMETOOLONG.  Since LZCHAN_0.3.
+ * -EPROTO (malformed), -EINVAL, -ENAMETOOLONG.
  */
 int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid);
 
@@ -979,8 +965,8 @@ static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 
 	/* Anything odd goes to the library: no handle, no view, a lane out
 	 * of range -- every lane is, in a sender's handle (rx_lanes 0).  (The
-	 * call also makes every program using this header need LZCHAN_0.2,
-	 * the layout it was built for.) */
+	 * call also makes every program using this header need the library's
+	 * version node, and so the layout it was built for.) */
 	if (__lzchan_unlikely(!ch || !m || m->lane >= f->rx_lanes)) {
 		__lzchan_slow_release(ch, m);
 		return;

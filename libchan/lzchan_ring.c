@@ -573,14 +573,6 @@ int __lzchan_tx_after(struct lzchan *ch)
 	return 0;
 }
 
-/* The inline send of an older header found the receiver sleepy or parked:
- * ring or wake. */
-void __lzchan_tx_wake(struct lzchan *ch)
-{
-	if (ch && ch->f.role == LZCHAN_SENDER)
-		__lz_tx_attn(ch);
-}
-
 /* -EIO if the handle's shm mapping was lost (its file cut short under
  * us), else 0: asked after __lzchan_cut() saw the handler's mark. */
 int __lzchan_lost(struct lzchan *ch)
@@ -2534,20 +2526,6 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 
 /* The out-of-line entry points behind lzchan.h's inline calls (the inline
  * code handles one-slot messages and calls these for everything else). */
-int __lzchan_send(struct lzchan *ch, const void *buf, size_t len)
-	__attribute__((alias("lzchan_send")));
-int __lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
-	__attribute__((alias("lzchan_reserve")));
-int __lzchan_commit(struct lzchan *ch, size_t len)
-	__attribute__((alias("lzchan_commit")));
-int __lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
-	__attribute__((alias("lzchan_recv")));
-int __lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
-	__attribute__((alias("lzchan_peek")));
-void __lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
-	__attribute__((alias("lzchan_release")));
-/* ... and for lzchan.h's inline code since LZCHAN_0.3.1 (see there;
- * the batch receive's since LZCHAN_0.3.2). */
 int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len)
 	__attribute__((alias("lzchan_send")));
 int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * liblzchan's management calls (LZCHAN_0.2): lzchan_create, lzchan_list,
+ * liblzchan's management calls: lzchan_create, lzchan_list,
  * lzchan_stat, lzchan_stat_lanes.  Runs on the host (shm backend, in a
  * private LZCHAN_SHM_DIR) and in the VM rig (dev backend).
  */
