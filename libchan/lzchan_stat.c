@@ -178,7 +178,9 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 		ls[i].state = LZCHAN_STATUS_STATE(li.status);
 		ls[i].gen = LZCHAN_STATUS_GEN(li.status);
 		ls[i].alive = alive;
-		ls[i].sleepy = !!rxl.sleepy;
+		/* Odd while the receiver has the lane asleep; a lane that
+		 * slept once and was woken has it even (it counts). */
+		ls[i].sleepy = rxl.sleepy & 1;
 		ls[i].tail = tx.tail;
 		ls[i].head = rxl.head;
 		ls[i].msgs = tx.msgs;

@@ -373,6 +373,37 @@ TEST(lanes)
 	EXPECT_EQ(-ENOENT, lzchan_stat_lanes(n, ls, 3));
 }
 
+/* A lane shows as sleepy only while the receiver has it asleep: its
+ * sleepy word odd (a lane that slept once and was woken has it even). */
+TEST(sleepy_only_while_asleep)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	struct lzchan_lane_stat ls;
+	struct __lzchan_fast *f;
+	struct lzchan *rx, *tx;
+	const char *n = lz_name("sl");
+	uint32_t v;
+
+	private_shm_dir();
+	ASSERT_EQ(1, lzchan_create(n, &o, LZCHAN_EXCL));
+	if (lz_expect_dev()) {
+		lzchan_unlink(n);
+		SKIP(return, "lzchan_stat_lanes() is the shm backend's");
+	}
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER, NULL));
+	ASSERT_EQ(0, lzchan_open(&tx, n, LZCHAN_SENDER, NULL));
+	f = (struct __lzchan_fast *)rx;
+	for (v = 1; v <= 6; v++) {
+		/* As __lz_rx_sleep() and the bell leave it: odd asleep. */
+		__atomic_store_n(&f->lanes[0].rxl->sleepy, v, __ATOMIC_RELEASE);
+		ASSERT_EQ(1, lzchan_stat_lanes(n, &ls, 1));
+		EXPECT_EQ(v & 1, ls.sleepy) TH_LOG("sleepy word %u", v);
+	}
+	lzchan_close(tx);
+	lzchan_close(rx);
+	EXPECT_EQ(0, lzchan_unlink(n));
+}
+
 /* A parked receiver shows as parked; a send wakes it and is counted. */
 TEST(parked_and_wakeups)
 {
