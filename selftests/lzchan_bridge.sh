@@ -499,36 +499,42 @@ impersonation() {
 }
 check "another peer's key holder cannot speak as that peer" impersonation
 
-# A frame replayed, one sealed ahead of its turn, one cut short: none is
-# delivered, and what follows them in order is, exactly once.
-replayed() {
-	on B "$tool" recv orders --count 3 --timeout 10000 > "$tmp/replay.out" 2>/dev/null &
+# fuzz_delivers MODE COUNT EXPECTED: the hostile client in MODE, holding
+# hostC's key, against B's 'orders'; B's receiver gets exactly the lines
+# EXPECTED (COUNT of them), nothing after them, and B's bridge lives on.
+fuzz_delivers() {
+	on B "$tool" recv orders --count "$2" --timeout 15000 > "$tmp/$1.out" 2>/dev/null &
 	local r=$!
 	rx_wait B orders || return 1
-	on C "$fuzz" replay 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB orders > "$tmp/replay.log" 2>&1 ||
-		{ echo "# the client failed: $(cat "$tmp/replay.log")"; return 1; }
+	on C "$fuzz" "$1" 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB orders > "$tmp/$1.log" 2>&1 ||
+		{ echo "# the client failed: $(cat "$tmp/$1.log")"; return 1; }
 	wait $r
 	# ... and nothing after them.
-	on B "$tool" recv orders --timeout 1000 >> "$tmp/replay.out" 2>/dev/null
-	printf 'one\ntwo-b\nthree\n' | cmp -s - "$tmp/replay.out" ||
-		{ echo "# delivered: $(tr '\n' ' ' < "$tmp/replay.out")"; return 1; }
+	on B "$tool" recv orders --timeout 1000 >> "$tmp/$1.out" 2>/dev/null
+	printf '%s' "$3" | cmp -s - "$tmp/$1.out" ||
+		{ echo "# delivered: $(tr '\n' ' ' < "$tmp/$1.out")"; return 1; }
 	kill -0 $bpid_B
 }
+
+# A frame replayed, one sealed ahead of its turn, one cut short: none is
+# delivered, and what follows them in order is, exactly once.
+replayed() { fuzz_delivers replay 3 'one
+two-b
+three
+'; }
 check "replayed, reordered and truncated frames are dropped, the rest delivered once" replayed
 
 # DATAV frames (several messages in one) whose records lie, from a peer
 # that holds its key: the good frame before each is delivered, the bad
 # one closes its connection, and nothing of it arrives.
 datav() {
-	on B "$tool" recv orders --count 6 --timeout 15000 > "$tmp/datav.out" 2>/dev/null &
-	local r=$!
-	rx_wait B orders || return 1
-	on C "$fuzz" datav 10.231.0.2:14000 hostC "$tmp/C.key" "$pub_B" hostB orders > "$tmp/datav.log" 2>&1 ||
-		{ echo "# the client failed: $(cat "$tmp/datav.log")"; return 1; }
-	wait $r
-	on B "$tool" recv orders --timeout 1000 >> "$tmp/datav.out" 2>/dev/null
-	printf 'v0a\nv0b\nv1a\nv1b\nv2a\nv2b\n' | cmp -s - "$tmp/datav.out" ||
-		{ echo "# delivered: $(tr '\n' ' ' < "$tmp/datav.out")"; return 1; }
+	fuzz_delivers datav 6 'v0a
+v0b
+v1a
+v1b
+v2a
+v2b
+' || return 1
 	[ "$(grep -c "a DATAV frame whose records do not fill it" "$tmp/B/log")" = 3 ] ||
 		{ echo "# B logged $(grep -c "DATAV" "$tmp/B/log") DATAV refusals"; return 1; }
 	kill -0 "$bpid_B"

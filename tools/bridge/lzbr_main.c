@@ -112,7 +112,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* "ADDR:PORT" for the log. */
 /* @ss's port (host order; 0 for a family without one). */
 static unsigned int port_of(const struct sockaddr_storage *ss)
 {
@@ -123,19 +122,16 @@ static unsigned int port_of(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+/* "ADDR:PORT" for the log. */
 static void addr_str(char *out, size_t len, const struct sockaddr_storage *ss)
 {
 	char a[INET6_ADDRSTRLEN] = "?";
-	unsigned int port = 0;
 
-	if (ss->ss_family == AF_INET) {
+	if (ss->ss_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
-	} else if (ss->ss_family == AF_INET6) {
+	else if (ss->ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	}
-	snprintf(out, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port);
+	snprintf(out, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port_of(ss));
 }
 
 /* A message as received (or queued for a local lane): header and payload. */
@@ -2224,11 +2220,11 @@ static int bind_listeners(const char *devices, unsigned int dport)
  * sender or receiver needs (measured on 2 CPUs: performance page). */
 static int poll_us(const struct lzbr_conf *c)
 {
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t cpus;
+
 	if (c->poll_us >= 0)
 		return c->poll_us;
-	cpu_set_t cpus;
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
 	/* The CPUs it may run on (a container's, taskset's), not the host's. */
 	if (!sched_getaffinity(0, sizeof(cpus), &cpus))
 		n = CPU_COUNT(&cpus);
