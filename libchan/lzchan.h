@@ -277,23 +277,22 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
 	struct lzchan_shm_rx *rx;
 	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
-	/* receiver */
-	uint32_t fast_left;		/* the inline gate: receives from cur
-					 * before the library looks again (its
-					 * turn, the bell, the head); 0 for a
-					 * sender, while armed, with no active
-					 * lane; zeroed by the library's
-					 * SIGBUS handler on a cut (shm) */
+	/* receiver: the turn (Documentation/libchan/design.rst, "The
+	 * receive").  span: slots at cur's peek that the library's scan saw
+	 * ready (their seq), not yet taken -- what the inline receives may
+	 * take without the library; 0 for a sender, while armed, with no
+	 * active lane; zeroed by the library's SIGBUS handler on a cut
+	 * (shm).  span_at: the first of them, cur's peek's slot; the span
+	 * never runs past the ring's end, so the next is slot_size on. */
+	uint32_t span;
 	uint32_t rx_max;		/* longest payload the inline receive copies */
-	uint32_t empty_left;		/* "empty" verdicts the inline receive may
-					 * give before the library looks again
-					 * (cur the only polled lane, and the
-					 * library's last look found nothing) */
-	const uint64_t *bell;		/* the bell's word (one: 64 lanes at most) */
-	uint64_t bell_seen;		/* ... as the library last saw it */
-	struct __lzchan_rxlane *cur;	/* the lane whose turn it is ... */
-	uint32_t cur_lane;		/* ... and its index */
-	uint32_t nactive, rr, burst;	/* burst: messages taken from lane rr */
+	const char *span_at;
+	struct __lzchan_rxlane *cur;	/* the lane whose turn it is (a
+					 * dummy that matches no view when none
+					 * is: never NULL in a receiver) ... */
+	uint32_t cur_lane;		/* ... and its index (LZCHAN_LANE_NONE) */
+	uint32_t nactive, rr, turn_taken;	/* turn_taken: messages of lane
+					 * active[rr]'s turn so far */
 	uint32_t *active;		/* lanes polled by receive-any */
 	struct __lzchan_rxlane *lanes;
 	/* both: nonzero once the mapping was cut (shm), stored by the
@@ -380,83 +379,114 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
 }
 
 /*
- * The inline receive's take: one message from the lane the library
- * granted (@rl, which is cur, while fast_left > 0), copied into @buf, its books left to the
- * library (which settles them by how far cur's peek moved).  Used by the
- * inline lzchan_recv() and by the library's own receive when it has just
- * granted.  Returns the length, -EIO when the copy met a cut (shm), or:
+ * The receive's one fast mechanism, the span: how many messages the lane
+ * whose turn it is (cur) may still give before the library looks again
+ * -- the rest of its turn, no further than the ring's end and its head's
+ * next publication -- and where the next one is (span_at, cur's peek's
+ * slot).  The inline receives take from it, and so does the library
+ * itself; the library's next call accounts for what was taken by how far
+ * cur's peek moved.  A message is ready when its seq (acquire) is its
+ * position + 1; its len is then read once and bounded (a pad, a longer
+ * message and garbage are all over the bound, and go to the library).
  */
-#define __LZCHAN_TAKE_NONE	(-EAGAIN)	/* nothing ready at cur's peek */
 #define __LZCHAN_TAKE_SLOW	(-ENOTRECOVERABLE) /* the library's to look at */
-static inline int __lzchan_fast_take(struct __lzchan_fast *f, struct __lzchan_rxlane *rl,
-				     void *buf, size_t cap, uint32_t *lane)
-{
-	uint32_t len, peek = rl->peek;
-	const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
 
-	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
-		return __LZCHAN_TAKE_NONE;
-	/* Then its length, relaxed (published by that seq), read once: the
-	 * sender may change it, so only this copy is checked and used; a
-	 * pad, a longer message or garbage is over rx_max. */
+/* Was the span's count, counted down after the accesses, zeroed by the
+ * SIGBUS handler during one of them (shm: the mapping was cut)?  Then it
+ * borrows (it was at least @k and never above 2^31 when we came): -EIO,
+ * never the replacement's zeros.  The fence keeps the count after the
+ * accesses. */
+static inline int __lzchan_span_spend(struct __lzchan_fast *f, uint32_t k)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	f->span -= k;
+	if (__lzchan_unlikely((int32_t)f->span < 0)) {
+		f->span = 0;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* One message copied into @buf: its length, -EIO, or __LZCHAN_TAKE_SLOW
+ * (no span, nothing ready, or a length the inline copy does not take). */
+static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t cap,
+				     uint32_t *lane)
+{
+	const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)f->span_at;
+	struct __lzchan_rxlane *rl = f->cur;
+	uint32_t len;
+
+	uint32_t peek = rl->peek;
+
+	if (__lzchan_unlikely(!f->span) ||
+	    /* Pairs with the sender's release store of seq. */
+	    __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+		return __LZCHAN_TAKE_SLOW;
+	/* Relaxed, read once (published by that seq): the sender may
+	 * change it, so only this copy is checked and used. */
 	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 	if (__lzchan_unlikely(len > f->rx_max || len > cap))
 		return __LZCHAN_TAKE_SLOW;
 	if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
 		__builtin_unreachable();
 	__lzchan_copy(buf, h + 1, len);
-	/* Did the copy meet a cut?  The SIGBUS handler, on this thread,
-	 * during an access above, zeroes a receiver's fast_left (and marks
-	 * cut): the gate, nonzero when we came (and never past 2^31: the
-	 * library grants a burst at most), goes below 0 as it is counted
-	 * down.  The fence keeps the count after those accesses. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__lzchan_unlikely((int32_t)--f->fast_left < 0)) {
-		f->fast_left = 0;
-		return -EIO;	/* not the zeros of the replacement */
-	}
-	/* Views still outstanding on the lane (head short of peek) go with
-	 * it, as the library's receive (a peek and a release of the message
-	 * taken) releases them. */
-	rl->peek = peek + 1;
-	/* Relaxed atomic: a plain store, which the compiler would otherwise
-	 * merge with the one above through a vector register (three
-	 * instructions for two). */
-	__atomic_store_n(&rl->head, peek + 1, __ATOMIC_RELAXED);
+	if (__lzchan_span_spend(f, 1))
+		return -EIO;
+	f->span_at = (const char *)h + f->slot_size;
+	/* Taken and released: views still outstanding before it go too, as
+	 * lzchan_release() of this message would.  Relaxed atomic: a plain
+	 * store, which the compiler would otherwise merge with the one
+	 * after it through a vector register. */
+	__atomic_store_n(&rl->peek, peek + 1, __ATOMIC_RELAXED);
+	rl->head = peek + 1;
 	if (lane)
 		*lane = f->cur_lane;
 	return (int)len;
 }
 
-/*
- * Nothing is ready at the inline lane's peek: may the inline receive say
- * "empty" without the library?  Only while the library granted it
- * (empty_left: its last look found nothing anywhere and cur is the one
- * lane it polls) and the lane's status is what that look saw (a sender
- * that left, or a cut mapping, whose status reads 0, ends the spell) and
- * the bell is as that look left it (a lane nobody polls got a message).
- * Other news waits at most empty_left polls, as the library's own quick
- * verdicts let it.  Like those, a receiver that has caught up publishes
- * its head, so the sender sees all the room.  Also the library's, right
- * after the grant a run-out gate sent it for (lzchan_recv()).
- */
-static inline int __lzchan_fast_empty(struct __lzchan_fast *f, struct __lzchan_rxlane *rl)
+/* Fill view @v of the message at @h, position @end - 1 (field by field:
+ * stores the compiler would otherwise assemble in a vector register
+ * first; relaxed atomic: plain stores). */
+static inline void __lzchan_span_fill(struct lzchan_msg *v, const struct lzchan_slot_hdr *h,
+				      uint32_t len, uint32_t lane, uint32_t end, uint32_t gen)
 {
-	if (__lzchan_likely(f->empty_left) &&
-	    /* Relaxed: only compared; the library loads them with acquire. */
-	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
-	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
-		f->empty_left--;
-		if (rl->head != rl->published && rl->peek == rl->head) {
-			/* Pairs with the sender's acquire load of head: our
-			 * reads of the released slots are done. */
-			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
-			rl->published = rl->head;
-		}
-		return 1;
+	v->data = h + 1;
+	__atomic_store_n(&v->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->lane, lane, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->__end, end, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
+}
+
+/* Up to @n views from the span: how many (0: none, the library's to
+ * look at), or -EIO.  Each checked as __lzchan_span_take() checks its
+ * one, its len bounded by the slot's payload. */
+static inline int __lzchan_span_views(struct __lzchan_fast *f, struct lzchan_msg *m,
+				      unsigned int n)
+{
+	const char *s = f->span_at;
+	struct __lzchan_rxlane *rl = f->cur;
+	uint32_t k, peek = rl->peek, most = f->span < n ? f->span : n;
+	uint32_t step = f->slot_size, lane = f->cur_lane, gen = rl->gen, max = f->rx_payload;
+
+	for (k = 0; k < most; k++, s += step) {
+		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
+		uint32_t len;
+
+		/* As in __lzchan_span_take(). */
+		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + k + 1)
+			break;
+		len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+		if (__lzchan_unlikely(len > max))
+			break;
+		__lzchan_span_fill(&m[k], h, len, lane, peek + k + 1, gen);
 	}
-	return 0;
+	if (__lzchan_unlikely(!k))
+		return 0;
+	if (__lzchan_span_spend(f, k))
+		return -EIO;
+	f->span_at = s;
+	rl->peek = peek + k;
+	return (int)k;
 }
 
 /* The library's entry points behind the inline functions: not for direct
@@ -813,170 +843,60 @@ static inline int lzchan_commit(struct lzchan *ch, size_t len)
 	return __lzchan_slow_commit(ch, len);
 }
 
-/* Lazy head publication (every publish_every slots). */
-static inline void __lzchan_fast_publish_head(const struct __lzchan_fast *f,
-					      struct __lzchan_rxlane *rl)
-{
-	if (rl->head - rl->published >= f->publish_every) {
-		/* Pairs with the sender's acquire load of head: our reads of
-		 * the released slots are done before it reuses them. */
-		__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
-		rl->published = rl->head;
-	}
-}
-
-/* The inline receives take from the lane the library handed them (cur),
- * as many as fast_left; the library accounts for them (the lane's turn,
- * the bell, the head's publication) when it is next called, by how far
- * that lane's peek moved. */
+/* The inline receives take from the span (see __lzchan_span_take());
+ * the library does everything else. */
 static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+	if (__lzchan_likely(ch != 0)) {
+		int r = __lzchan_span_take((struct __lzchan_fast *)ch, buf, cap, lane);
 
-	if (__lzchan_likely(ch && f->fast_left)) {
-		struct __lzchan_rxlane *rl = f->cur;
-		int r = __lzchan_fast_take(f, rl, buf, cap, lane);
-
-		if (__lzchan_likely(r >= 0) || r == -EIO)
+		if (__lzchan_likely(r != __LZCHAN_TAKE_SLOW))
 			return r;
-		if (r == __LZCHAN_TAKE_NONE && __lzchan_fast_empty(f, rl))
-			return -EAGAIN;
 	}
 	return __lzchan_slow_recv(ch, buf, cap, lane);
 }
 
 static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+	if (__lzchan_likely(ch && m)) {
+		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, 1);
 
-	if (__lzchan_likely(ch && f->fast_left)) {
-		struct __lzchan_rxlane *rl = f->cur;
-		uint32_t len, peek = rl->peek;
-		const struct lzchan_slot_hdr *h = __lzchan_fslot_ro(f, rl->slots, peek);
-
-		/* Pairs with the sender's release store of seq. */
-		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1) {
-			if (__lzchan_fast_empty(f, rl))
-				return -EAGAIN;
-		/* Its length, relaxed (published by that seq), read once: the
-		 * sender may change it, so only this copy is checked and
-		 * handed out; a pad, a longer message or garbage is over the
-		 * slot's payload. */
-		} else if (__lzchan_likely((len = __atomic_load_n(&h->len, __ATOMIC_RELAXED)) <=
-					   f->rx_payload)) {
-			/* A look that met a cut (the handler zeroed the gate
-			 * during one of the loads above): -EIO, as in
-			 * __lzchan_fast_take(), not a view of the zeros. */
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			if (__lzchan_unlikely((int32_t)--f->fast_left < 0)) {
-				f->fast_left = 0;
-				return -EIO;
-			}
-			/* The view, field by field: stores the compiler
-			 * would otherwise assemble in a vector register
-			 * first (relaxed atomic: plain stores). */
-			m->data = h + 1;
-			__atomic_store_n(&m->len, len, __ATOMIC_RELAXED);
-			__atomic_store_n(&m->lane, f->cur_lane, __ATOMIC_RELAXED);
-			__atomic_store_n(&m->__end, peek + 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&m->__gen, rl->gen, __ATOMIC_RELAXED);
-			rl->peek = peek + 1;
-			return 0;
-		}
+		if (__lzchan_likely(r))
+			return r > 0 ? 0 : r;
 	}
 	return __lzchan_slow_peek(ch, m);
 }
 
-/* The batch: views of the ready one-slot messages at cur's peek, as many
- * as @n, the gate (fast_left) and the ring's end allow, each checked as
- * the inline peek checks its one (seq, then len read once and bounded by
- * the slot's payload); the gate counted down by as many after them, so a
- * cut met during their loads is -EIO, as in the peek. */
 static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+	if (__lzchan_likely(ch && m && n)) {
+		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, n);
 
-	if (__lzchan_likely(ch && m && n && f->fast_left)) {
-		struct __lzchan_rxlane *rl = f->cur;
-		uint32_t peek = rl->peek, lane = f->cur_lane, gen = rl->gen, max = f->rx_payload;
-		uint32_t k, to_end = f->slot_count - (peek & f->mask);
-		size_t step = f->slot_size;
-		/* The payloads, walked by address (each header just before). */
-		const char *d = (const char *)(__lzchan_fslot_ro(f, rl->slots, peek) + 1);
-		struct lzchan_msg *v = m, *end;
-		uint32_t seq = peek + 1, most = n;
-
-		if (most > f->fast_left)
-			most = f->fast_left;
-		if (most > to_end)
-			most = to_end;
-		/* seq counted along: it is also the view's end. */
-		for (end = m + most; v < end; v++, d += step, seq++) {
-			const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)d - 1;
-			uint32_t len;
-
-			/* Pairs with the sender's release store of seq. */
-			if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != seq)
-				break;
-			/* Relaxed, published by that seq; read once, and only
-			 * this copy checked and handed out. */
-			len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-			if (len > max)
-				break;
-			/* Field by field, as the inline peek (relaxed
-			 * atomic: plain stores, kept out of vector
-			 * registers). */
-			v->data = d;
-			__atomic_store_n(&v->len, len, __ATOMIC_RELAXED);
-			__atomic_store_n(&v->lane, lane, __ATOMIC_RELAXED);
-			__atomic_store_n(&v->__end, seq, __ATOMIC_RELAXED);
-			__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
-		}
-		k = seq - (peek + 1);
-		if (__lzchan_likely(k)) {
-			/* As in __lzchan_fast_take(): the handler zeroes the
-			 * gate (at least k when we came) during a load that
-			 * met a cut. */
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			f->fast_left -= k;
-			if (__lzchan_unlikely((int32_t)f->fast_left < 0)) {
-				f->fast_left = 0;
-				return -EIO;
-			}
-			rl->peek = peek + k;
-			return (int)k;
-		}
-		/* None taken: nothing ready at the peek (the quick "empty"
-		 * verdict may answer), or something the batch does not take
-		 * (its length), which the library looks at again.  Relaxed:
-		 * only compared; the library loads seq again with acquire. */
-		if (__atomic_load_n(&((const struct lzchan_slot_hdr *)d - 1)->seq,
-				    __ATOMIC_RELAXED) != peek + 1 &&
-		    __lzchan_fast_empty(f, rl))
-			return -EAGAIN;
+		if (__lzchan_likely(r))
+			return r;
 	}
 	return __lzchan_slow_recv_batch(ch, m, n);
 }
 
+/* A view of the lane whose turn it is; the library for any other (and
+ * for anything odd: no handle, no view).  cur is never NULL: a handle
+ * whose turn is nobody's (a sender's too) points it at a lane of its own
+ * that no view can release anything of.  The head is published by the
+ * library, at the end of the turn. */
 static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 	struct __lzchan_rxlane *rl;
 
-	/* Anything odd goes to the library: no handle, no view, a lane out
-	 * of range -- every lane is, in a sender's handle (rx_lanes 0).  (The
-	 * call also makes every program using this header need the library's
-	 * version node, and so the layout it was built for.) */
-	if (__lzchan_unlikely(!ch || !m || m->lane >= f->rx_lanes)) {
+	if (__lzchan_unlikely(!ch || !m || m->lane != f->cur_lane)) {
 		__lzchan_slow_release(ch, m);
 		return;
 	}
-	rl = &f->lanes[m->lane];
+	rl = f->cur;
 	/* Only a view of this lane's current sender, not past the peek. */
 	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)
 		return;
 	rl->head = m->__end;
-	__lzchan_fast_publish_head(f, rl);
 }
 #endif /* inline fast path */
 

@@ -90,7 +90,7 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 		 * the inline send's check after publishing (a relaxed load
 		 * after its signal fence, on this thread) sees them differ
 		 * and asks the library, which says -EIO; so does every later
-		 * gate.  A receiver's fast_left, zeroed: the inline receive's
+		 * gate.  A receiver's span, zeroed: the inline receive's
 		 * count of it after its copy (after its signal fence) borrows
 		 * and says -EIO; every later call goes to the library.
 		 * Relaxed, as lost. */
@@ -206,7 +206,7 @@ struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_of
 }
 
 /* Word @word is to be set to @val when the mapping is replaced: a sender
- * handle's attn_seen to LZCHAN_ATTN_POISON, a receiver's fast_left to 0
+ * handle's attn_seen to LZCHAN_ATTN_POISON, a receiver's span to 0
  * (lzchan.h).  Only the handle's own thread makes the accesses that
  * fault; relaxed, as the handler reads them (the value first: the
  * handler takes a word it finds with the value stored before it). */

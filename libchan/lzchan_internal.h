@@ -110,6 +110,10 @@ struct lzchan {
 	uint64_t rx_dead_st;		/* ... and stays "dead" while it reads so */
 
 	/* receiver */
+	struct __lzchan_rxlane no_turn;	/* f.cur when it is nobody's turn */
+	uint32_t turn_peek;		/* f.cur's peek when its span was granted */
+	uint32_t turns;			/* turns since the last full look */
+	bool look_due;			/* the next call looks in full, first */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */
 	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
@@ -119,10 +123,6 @@ struct lzchan {
 	uint32_t wake_seen;		/* shm: wake_word before the last look */
 	bool have_membarrier;
 	bool attn_known;		/* sender: attn_seen is what we saw */
-	uint32_t bell_left;		/* receiver: fast receives before the
-					 * general look (and its bell check) */
-	uint32_t grant_peek;		/* f.cur's peek when fast_left was set */
-	uint32_t grant_empty;		/* f.empty_left as granted */
 	uint32_t activations;		/* lanes made active so far */
 	uint32_t spin_ns;
 	int evfd;			/* dev: eventfd the kernel signals */

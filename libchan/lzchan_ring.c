@@ -34,9 +34,6 @@
 #define SLEEPY_AFTER		4096	/* empty polls before a lane sleeps */
 #define STATUS_SCAN_EVERY	4096	/* empty receive-anys between scans */
 #define DEPARTED_EVERY		1024	/* full looks between departure sweeps */
-/* Fast receives between two looks at the bell (and thus the longest a
- * woken sleepy lane waits while the polled lanes stay busy). */
-#define FAST_BELL_EVERY		128
 
 static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
 {
@@ -1063,16 +1060,6 @@ void __lzchan_rx_attn_all(struct lzchan *ch)
 		__lz_rx_attn(ch->f.lanes[i].rxl);
 }
 
-/* Take back the inline "empty" verdicts granted and not yet given (see
- * __lz_fast_grant()): something their conditions do not see changed (a
- * lane became active, an end became owed).  Only the ones given are the
- * library's quick verdicts, counted at the next settle. */
-static void __lz_empty_revoke(struct lzchan *ch)
-{
-	ch->grant_empty -= ch->f.empty_left;
-	ch->f.empty_left = 0;
-}
-
 /*
  * A lane we are about to acknowledge (close_ack) goes unpolled from now
  * on: mark it sleepy first.  The next sender it is given to attaches after
@@ -1111,7 +1098,6 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 	rl->state = __LZ_RL_ACTIVE;
 	rl->idle = 0;
 	ch->activations++;	/* a park under way must look again */
-	__lz_empty_revoke(ch);	/* cur is no longer the only lane */
 	if (rl->sleepy & 1) {
 		rl->sleepy++;
 		/* Relaxed: a hint for the sender; messages are found by seq.
@@ -1139,10 +1125,11 @@ static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 	if (ch->f.rr >= ch->f.nactive)
 		ch->f.rr = 0;
 	if (ch->f.cur == rl) {
-		/* The inline gate: never a lane we stopped polling (an ended
-		 * or broken one must not be read again). */
-		ch->f.cur = NULL;
-		ch->f.fast_left = 0;
+		/* No span of a lane we stopped polling (an ended or broken
+		 * one must not be read again). */
+		ch->f.cur = &ch->no_turn;
+		ch->f.cur_lane = LZCHAN_LANE_NONE;
+		ch->f.span = 0;
 	}
 }
 
@@ -1501,7 +1488,6 @@ static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
 	if (__lz_rx_broken_over(ch, i)) {
 		ch->broken_over = true;
 		ch->quiet_left = 0;
-		__lz_empty_revoke(ch);
 	}
 }
 
@@ -1593,23 +1579,6 @@ static int __lz_rx_lane_look(struct lzchan *ch, uint32_t i, struct lzchan_msg *m
 		__lz_rx_broke(ch, i);
 		return -EBADMSG;
 	}
-	rl->idle = 0;
-	rl->peek = m->__end;
-	m->__gen = __lz_rx_view_gen(rl);
-	return 0;
-}
-
-/* recv_batch's messages after the first: lane @i's next message if one is
- * ready, else -EAGAIN.  No verdict (garbage, end) is reached here: the next
- * call reaches it and reports it. */
-static int __lz_rx_lane_more(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
-{
-	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
-	uint32_t pos = rl->peek;
-
-	if (rl->state == __LZ_RL_BROKEN || __lz_rx_look(ch, rl, &pos, m) != 1)
-		return -EAGAIN;
-	m->lane = i;
 	rl->idle = 0;
 	rl->peek = m->__end;
 	m->__gen = __lz_rx_view_gen(rl);
@@ -1722,25 +1691,6 @@ static void __lz_rx_bell(struct lzchan *ch)
 	__lz_rx_bell_words(ch);
 }
 
-/*
- * The bell's budget ran out (FAST_BELL_EVERY fast receives) while the lane
- * whose turn it is keeps delivering: look at the bell and the departures
- * count now and grant a new budget, without the general look -- unless
- * the general look has work (a departure to sweep, its periodic sweep due),
- * when the budget stays 0 so that the fast paths step aside for it.
- */
-static void __lz_rx_bell_tick(struct lzchan *ch)
-{
-	if (ch->bell_left || ch->f.armed || !ch->f.nactive || ch->departed ||
-	    ch->looks + 1 >= DEPARTED_EVERY)
-		return;
-	__lz_rx_bell(ch);	/* with the shm socket's hellos, as often as ever */
-	if (ch->departed)
-		return;
-	ch->looks++;
-	ch->bell_left = FAST_BELL_EVERY;
-}
-
 /* shm: the owners' locks are looked at (a system call per attached lane)
  * at most this often, however often the lanes are scanned, and at most
  * LIVENESS_LANES of them each time, round robin: a receiver with a
@@ -1781,7 +1731,6 @@ static void __lz_rx_scan(struct lzchan *ch)
 			if (__lz_rx_broken_over(ch, i)) {
 				ch->broken_over = true;
 				ch->quiet_left = 0;
-				__lz_empty_revoke(ch);
 			}
 		} else if (rl->state != __LZ_RL_ACTIVE && __lz_rx_lane_pending(ch, rl)) {
 			__lz_active_add(ch, i);
@@ -1888,153 +1837,132 @@ static int __lz_rx_check(struct lzchan *ch)
 }
 
 
-/* After a message from lane rr: stay for a burst of FAST_BURST
- * (sequential lines, no scanning), then give the next lane its turn. */
-#define FAST_BURST		16
+/*
+ * The turn (Documentation/libchan/design.rst, "The receive"): receive-any
+ * serves the active lanes round robin, each for a turn of at most
+ * TURN_SLOTS messages.  At a turn's start, and whenever its span runs out
+ * (lzchan.h), the library grants the lane a span -- the rest of its turn,
+ * up to the ring's end and the head's next publication -- which the
+ * inline receives take from; every library call first settles what they
+ * took.  Everything else -- an empty channel, a message of several slots,
+ * a pad, garbage, an end -- is the full look's (__lz_rx_any()), which
+ * also runs every TURNS_PER_LOOK turns while lanes deliver, and whenever
+ * departures or a broken lane's end are owed.  A ready lane's first
+ * message is thus taken after at most (nactive - 1) * TURN_SLOTS messages
+ * of the others.
+ */
+#define TURN_SLOTS		64
+#define TURNS_PER_LOOK		16
 
-static inline void __lz_turn(struct lzchan *ch)
+/* The next active lane's turn. */
+static inline void __lz_turn_pass(struct lzchan *ch)
 {
-	if (++ch->f.burst >= FAST_BURST) {
-		ch->f.burst = 0;
-		if (++ch->f.rr >= ch->f.nactive)
-			ch->f.rr = 0;
+	ch->f.turn_taken = 0;
+	if (++ch->f.rr >= ch->f.nactive)
+		ch->f.rr = 0;
+}
+
+/* A message of lane active[@at] taken by the library (the full look, a
+ * span): its turn, counted. */
+static void __lz_turn_count(struct lzchan *ch, uint32_t at, uint32_t n)
+{
+	if (at != ch->f.rr) {
+		ch->f.rr = at;
+		ch->f.turn_taken = 0;
+	}
+	ch->f.turn_taken += n;
+	if (ch->f.turn_taken >= TURN_SLOTS) {
+		__lz_turn_pass(ch);
+		if (++ch->turns >= TURNS_PER_LOOK)
+			ch->look_due = true;
 	}
 }
 
-/*
- * The inline receives (lzchan.h) take from f.cur, as many as f.fast_left,
- * and keep no books.  Every receiving call of the library starts by
- * settling them -- counted by how far cur's peek moved since the grant:
- * the lane is not idle, its burst and the bell's budget are spent by as
- * much, and its head is published if due -- and ends by granting again
- * (__lz_fast_grant()).  Only the inline code runs between the two.
- */
-static void __lz_fast_settle(struct lzchan *ch)
+/* Every receiving call of the library starts here: the span's takings
+ * (by how far cur's peek moved) counted to the turn, the lane's head
+ * published if due, and no span until __lz_turn_grant(). */
+static void __lz_turn_settle(struct lzchan *ch)
 {
 	struct __lzchan_rxlane *rl = ch->f.cur;
-	uint32_t used, empties = ch->grant_empty - ch->f.empty_left;
+	uint32_t used;
 
-	/* The inline "empty" verdicts were the library's quick ones, given
-	 * on its behalf (__lz_rx_quiet()): spent from the same spell, and
-	 * counted as polls. */
-	ch->f.empty_left = 0;
-	ch->grant_empty = 0;
-	if (empties) {
-		ch->quiet_left = empties < ch->quiet_left ? ch->quiet_left - empties : 0;
-		ch->quiet_spent += empties;
-	}
-	ch->f.fast_left = 0;
-	if (!rl)
+	ch->f.span = 0;
+	if (rl == &ch->no_turn)
 		return;
-	used = rl->peek - ch->grant_peek;
-	ch->grant_peek = rl->peek;
+	ch->f.cur = &ch->no_turn;
+	ch->f.cur_lane = LZCHAN_LANE_NONE;
+	used = rl->peek - ch->turn_peek;
 	if (!used)
 		return;
 	rl->idle = 0;
-	ch->f.burst += used;
-	ch->bell_left = used < ch->bell_left ? ch->bell_left - used : 0;
-	if (ch->f.burst >= FAST_BURST) {
-		ch->f.burst = 0;
-		if (++ch->f.rr >= ch->f.nactive)
-			ch->f.rr = 0;
-	}
 	/* Lazy publication: the inline receives' reads of the slots are
 	 * done (see __lz_rx_publish()). */
 	__lz_rx_publish(ch, rl, false);
+	if (ch->f.rr < ch->f.nactive && &ch->f.lanes[ch->f.active[ch->f.rr]] == rl)
+		__lz_turn_count(ch, ch->f.rr, used);
 }
 
-/* How many inline receives may come before the library looks again, and
- * from which lane: the one whose turn it is, for the rest of its burst
- * (all of the bell's budget when it is the only lane), the bell's budget
- * and the messages until its head is due for publication.  0 while armed
- * (the library disarms first) and with no active lane. */
-static void __lz_fast_grant(struct lzchan *ch)
+/* Is a message ready at @rl's peek? */
+static inline bool __lz_turn_ready(const struct lzchan *ch, const struct __lzchan_rxlane *rl)
+{
+	/* Pairs with the sender's release store of seq; the take loads it
+	 * again. */
+	return __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1;
+}
+
+/* Grant the span of the lane whose turn it is -- or, if nothing is ready
+ * there, of the next active lane with a message ready, whose turn it then
+ * is; if none has, of the lane whose turn it is still (a ping-pong's next
+ * message is then taken inline).  false: no span (the full look has work:
+ * armed, a cut, a departure or a broken lane's end owed, its periodic
+ * run due; or no lane is polled). */
+static bool __lz_turn_grant(struct lzchan *ch)
 {
 	struct __lzchan_rxlane *rl;
-	uint32_t n, due;
+	uint32_t k, n, due, i, start;
 
-	/* cut: the mapping is gone (shm); the inline receive must not read
-	 * its replacement. */
-	if (ch->f.armed || !ch->f.nactive || !ch->bell_left || ch->f.cut ||
-	    ch->f.role != LZCHAN_RECEIVER) {
-		ch->f.fast_left = 0;
-		ch->f.cur = NULL;	/* nothing to settle */
-		return;
-	}
+	ch->f.span = 0;
+	ch->f.cur = &ch->no_turn;
+	ch->f.cur_lane = LZCHAN_LANE_NONE;
+	if (ch->f.armed || !ch->f.nactive || ch->look_due || ch->f.cut ||
+	    ch->f.role != LZCHAN_RECEIVER || ch->broken_over)
+		return false;
+	/* The departures count and the bell, once a turn: a lane that
+	 * woke is polled from now on; an end owed goes to the full look. */
+	__lz_rx_bell_words(ch);
+	if (ch->departed)
+		return false;
+	if (ch->f.turn_taken >= TURN_SLOTS)
+		__lz_turn_pass(ch);
 	if (ch->f.rr >= ch->f.nactive)
 		ch->f.rr = 0;
-	ch->f.cur_lane = ch->f.active[ch->f.rr];
-	rl = ch->f.cur = &ch->f.lanes[ch->f.cur_lane];
-	n = ch->f.nactive > 1 ? FAST_BURST - ch->f.burst : ch->bell_left;
-	if (n > ch->bell_left)
-		n = ch->bell_left;
+	for (k = 0, start = ch->f.rr; k < ch->f.nactive; k++) {
+		if (__lz_turn_ready(ch, &ch->f.lanes[ch->f.active[ch->f.rr]]))
+			break;
+		__lz_turn_pass(ch);
+	}
+	if (k == ch->f.nactive)
+		ch->f.rr = start;	/* nothing ready: its turn still */
+	i = ch->f.active[ch->f.rr];
+	rl = &ch->f.lanes[i];
+	/* No further than the ring's end (the span walks by address) and
+	 * the head's next publication (lazy: every publish_every slots, at
+	 * a settle), or the sender would wait for room the span holds. */
+	n = TURN_SLOTS - ch->f.turn_taken;
 	due = rl->head - rl->published;
 	due = due < ch->f.publish_every ? ch->f.publish_every - due : 1;
 	if (n > due)
 		n = due;
-	ch->grant_peek = rl->peek;
-	ch->f.fast_left = n;
-	/* Quick "empty" verdicts inline too, while the library's own would
-	 * be given (its last look found nothing; see __lz_rx_quiet()) and
-	 * cur is the only lane to look at; taken back (__lz_empty_revoke())
-	 * when a library call that does not settle and grant -- arming,
-	 * parking -- finds news.  Like the library's, they publish a
-	 * caught-up head. */
-	if (ch->quiet_left && ch->f.nactive == 1 && !ch->broken_over && !ch->departed &&
-	    ch->bell_words == 1) {
-		ch->f.bell = ch->bell;
-		ch->f.bell_seen = ch->bell_seen[0];
-		ch->f.empty_left = ch->grant_empty = ch->quiet_left;
-	}
-}
-
-/*
- * The common case in one piece: the lane whose turn it is has a ready
- * one-slot message.  Same loads and checks as __lz_rx_look() for that
- * case; anything else (empty, pad, multi-slot, garbage) goes the general
- * way, which looks again.
- */
-/* Lane @i's next one-slot message at its peek, if ready (see above). */
-/* 1: lane @i's one-slot message taken; 0: nothing ready there; -1: the
- * lane holds something else (longer message, pad, garbage): the general
- * path must look, before other lanes are served. */
-static inline int __lz_rx_fast_lane(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
-{
-	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
-	const struct lzchan_slot_hdr *h;
-	uint32_t pos = rl->peek, raw;
-
-	h = __lzchan_slot(ch, rl->slots, pos);
-	/* Pairs with the sender's release store of seq (__lz_fast_publish(),
-	 * __lz_tx_publish()). */
-	if (__lz_load_acq(&h->seq) != pos + 1)
-		return 0;
-	raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
-	if (raw > ch->f.slot_size - sizeof(*h))	/* pad flag, several slots, garbage */
-		return -1;
-	m->data = h + 1;
-	m->len = raw;
-	m->lane = i;
-	m->__end = pos + 1;
-	m->__gen = __lz_rx_view_gen(rl);
-	rl->peek = pos + 1;
-	rl->idle = 0;
-	return 1;
-}
-
-/* As __lz_rx_fast_lane() for the lane whose turn it is. */
-static inline int __lz_rx_fast(struct lzchan *ch, struct lzchan_msg *m)
-{
-	int r;
-
-	if (__lzchan_unlikely(!ch->bell_left || !ch->f.nactive || ch->f.armed))
-		return -1;
-	r = __lz_rx_fast_lane(ch, ch->f.active[ch->f.rr], m);
-	if (r > 0) {
-		ch->bell_left--;
-		__lz_turn(ch);
-	}
-	return r;
+	due = ch->f.slot_count - (rl->peek & ch->f.mask);
+	if (n > due)
+		n = due;
+	(void)__lz_rx_view_gen(rl);	/* the views' generation */
+	ch->f.cur = rl;
+	ch->f.cur_lane = i;
+	ch->f.span_at = (const char *)__lzchan_slot(ch, rl->slots, rl->peek);
+	ch->turn_peek = rl->peek;
+	ch->f.span = n;
+	return true;
 }
 
 /* Quick empty verdicts between two full looks (status changes of idle
@@ -2110,30 +2038,15 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 	uint32_t k, n, i, at, polls;
 	int r;
 
-	__lz_rx_bell_tick(ch);
-	r = __lz_rx_fast(ch, m);
-	if (r > 0)
-		return 0;
-	/* Nothing on that lane: the other busy lanes, before the general
-	 * look.  A lane holding more than a one-slot message stops the
-	 * round here, so the general look (which starts at rr) serves it in
-	 * its turn. */
-	for (k = 1; !r && k < ch->f.nactive; k++) {
-		if (++ch->f.rr >= ch->f.nactive)
-			ch->f.rr = 0;
-		ch->f.burst = 0;
-		r = __lz_rx_fast(ch, m);
-		if (r > 0)
-			return 0;
-	}
-	if (!r && __lz_rx_quiet(ch))
+	if (!ch->look_due && __lz_rx_quiet(ch))
 		return -EAGAIN;
+	ch->look_due = false;
+	ch->turns = 0;
 	/* Empty polls this look stands for (lanes sleep after so many). */
 	polls = 1 + ch->quiet_spent;
 	ch->quiet_spent = 0;
 	ch->quiet_left = 0;
-	/* The bell is looked at right here. */
-	ch->bell_left = FAST_BELL_EVERY;
+	/* The bell (and the shm socket) is looked at right here. */
 	__lz_rx_bell(ch);
 	/* Now and then whether or not the count moved: a module without
 	 * LZCHAN_FEAT_DEPARTURES leaves it at 0. */
@@ -2146,7 +2059,7 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 		if (r != -EAGAIN) {
 			/* An end: more may be owed, the next call looks
 			 * again (ends are few; messages are not served here). */
-			ch->bell_left = 0;
+			ch->look_due = true;
 			return r;
 		}
 	}
@@ -2162,8 +2075,8 @@ static int __lz_rx_any(struct lzchan *ch, struct lzchan_msg *m)
 			ch->f.lanes[i].idle += polls;
 			continue;
 		}
-		ch->f.rr = at + 1 < ch->f.nactive ? at + 1 : 0;
-		ch->f.burst = 0;
+		if (r == 0)
+			__lz_turn_count(ch, at, 1);
 		return r;
 	}
 	if (ch->f.nactive > SLEEPY_MIN_ACTIVE)
@@ -2224,100 +2137,6 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 	__lz_rx_publish(ch, rl, false);
 }
 
-/*
- * The batch's common case: the lane whose turn it is holds ready one-slot
- * messages at its peek.  Hand out views of up to @n of them, with the
- * loads and checks of __lz_rx_fast_lane() for each and the peek, the
- * counters and the turn updated once.  Returns how many (0: the general
- * way, which says what else is there).
- */
-static unsigned int __lz_recv_run(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
-{
-	uint32_t i, pos, gen, k, step = ch->f.slot_size,
-		 max = step - (uint32_t)sizeof(struct lzchan_slot_hdr);
-	struct __lzchan_rxlane *rl;
-	const char *s;
-
-	/* A receiver, not armed, with an active lane, the bell not due. */
-	if (__lzchan_unlikely(!ch->bell_left || !ch->f.nactive || ch->f.armed ||
-			      ch->f.role != LZCHAN_RECEIVER))
-		return 0;
-	if (n > ch->bell_left)
-		n = ch->bell_left;
-	/* With other lanes busy, no more than the rest of this lane's burst,
-	 * as the grant gives the inline batch (otherwise the lane the
-	 * library serves gets n and the next one the burst). */
-	if (ch->f.nactive > 1) {
-		k = ch->f.burst < FAST_BURST ? FAST_BURST - ch->f.burst : 1;
-		if (n > k)
-			n = k;
-	}
-	i = ch->f.active[ch->f.rr];
-	rl = &ch->f.lanes[i];
-	pos = rl->peek;
-	gen = rl->gen;
-	/* Up to the ring's end, so that the slot steps by its size (the
-	 * next call goes on from the start). */
-	k = ch->f.slot_count - (pos & ch->f.mask);
-	if (n > k)
-		n = k;
-	s = (const char *)__lzchan_slot(ch, rl->slots, pos);
-	for (k = 0; k < n; k++, s += step) {
-		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
-		uint32_t raw;
-
-		/* Pairs with the sender's release store of seq, as in
-		 * __lz_rx_fast_lane(). */
-		if (__lz_load_acq(&h->seq) != pos + k + 1)
-			break;
-		raw = __lz_load(&h->len);	/* after seq's acquire; once */
-		if (raw > max)			/* pad flag, several slots, garbage */
-			break;
-		/* Field by field, as the inline peek stores its view (gcc
-		 * assembled the struct in a vector register first). */
-		m[k].data = h + 1;
-		__atomic_store_n(&m[k].len, raw, __ATOMIC_RELAXED);
-		__atomic_store_n(&m[k].lane, i, __ATOMIC_RELAXED);
-		__atomic_store_n(&m[k].__end, pos + k + 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&m[k].__gen, gen, __ATOMIC_RELAXED);
-	}
-	if (!k)
-		return 0;
-	rl->peek = pos + k;
-	rl->idle = 0;
-	ch->bell_left -= k;
-	ch->f.burst += k - 1;
-	__lz_turn(ch);
-	return k;
-}
-
-static int __lz_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
-{
-	unsigned int k;
-	int ret;
-
-	if (!n)
-		return -EINVAL;
-	if (__lzchan_likely(ch && m)) {
-		/* The bell's budget spent while the lane delivers: renewed
-		 * here, as __lz_rx_any() does, so the run goes on. */
-		__lz_rx_bell_tick(ch);
-		k = __lz_recv_run(ch, m, n);
-		if (k)
-			return (int)k;
-	}
-	ret = __lz_peek(ch, &m[0]);
-	if (ret)
-		return ret;
-	for (k = 1; k < n; k++)
-		if (__lz_rx_fast_lane(ch, m[0].lane, &m[k]) <= 0 &&
-		    __lz_rx_lane_more(ch, m[0].lane, &m[k]))
-			break;
-	/* A verdict after the first message (garbage, an end) is not reached
-	 * here: the next call reaches and reports it. */
-	return k;
-}
-
 static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 			 size_t cap)
 {
@@ -2339,74 +2158,11 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 	return m->len;
 }
 
-/*
- * lzchan_recv() in one piece for the common case: __lz_rx_fast()'s message,
- * no views outstanding on the lane (peek == head), and it fits @buf: copy,
- * release and publish as lzchan_release() would.
- */
-#define __LZ_SLOW	(-ENOTRECOVERABLE)	/* internal: take the general path */
-
-static inline int __lz_recv_fast(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
-{
-	const struct lzchan_slot_hdr *h;
-	struct __lzchan_rxlane *rl;
-	uint32_t i, pos, raw;
-
-	if (__lzchan_unlikely(ch->f.armed || !ch->bell_left || !ch->f.nactive))
-		return __LZ_SLOW;
-	i = ch->f.active[ch->f.rr];
-	rl = &ch->f.lanes[i];
-	pos = rl->peek;
-	if (__lzchan_unlikely(pos != rl->head))
-		return __LZ_SLOW;
-	h = __lzchan_slot(ch, rl->slots, pos);
-	/* Pairs with the sender's release store of seq, as in __lz_rx_fast(). */
-	if (__lz_load_acq(&h->seq) != pos + 1)
-		return -EAGAIN;		/* this lane: nothing yet */
-	raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
-	if (__lzchan_unlikely(raw > ch->f.slot_size - sizeof(*h) || raw > cap))
-		return __LZ_SLOW;
-	memcpy(buf, h + 1, raw);
-	if (__lzchan_unlikely(__lzchan_cut(&ch->f)))
-		return __LZ_SLOW;	/* met a cut: the general path says -EIO */
-	ch->bell_left--;
-	rl->peek = rl->head = pos + 1;
-	rl->idle = 0;
-	__lz_turn(ch);
-	if (lane)
-		*lane = i;
-	/* Lazy publication: our reads of the slot are done (the copy above);
-	 * see __lz_rx_publish(). */
-	__lz_rx_publish(ch, rl, false);
-	return (int)raw;
-}
-
+/* The full look's message, copied out. */
 static int __lz_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct lzchan_msg m;
 	int ret;
-
-	if (__lzchan_likely(ch && ch->f.role == LZCHAN_RECEIVER)) {
-		uint32_t k, n;
-
-		/* The lane whose turn it is, then the other busy lanes: a
-		 * ready one-slot message on any of them is taken here. */
-		__lz_rx_bell_tick(ch);
-		n = ch->f.nactive;
-		ret = __lz_recv_fast(ch, buf, cap, lane);
-		for (k = 1; ret == -EAGAIN && k < n; k++) {
-			if (++ch->f.rr >= n)
-				ch->f.rr = 0;
-			ch->f.burst = 0;
-			ret = __lz_recv_fast(ch, buf, cap, lane);
-		}
-		if (ret >= 0)
-			return ret;
-		/* Nothing on any busy lane, and nothing moved anywhere since
-		 * the last full look: empty, without the general path. */
-		if (ret == -EAGAIN && __lz_rx_quiet(ch))
-			return -EAGAIN;
-	}
 
 	m.lane = LZCHAN_LANE_NONE;
 	ret = __lz_peek(ch, &m);
@@ -2427,17 +2183,40 @@ static int __lz_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t ca
 	return __lz_copy_out(ch, &m, buf, cap);
 }
 
-/* Every receiving call: the inline receives' books settled first, their
- * gate granted again last (see __lz_fast_settle()). */
+/* A receiver polling an empty channel: the quick verdict first (it
+ * looks at every polled lane's next slot, the lanes' statuses and the
+ * bell), before the turn is settled and granted again. */
+static inline bool __lz_rx_idle(struct lzchan *ch)
+{
+	return !ch->f.armed && !ch->look_due && __lz_rx_quiet(ch);
+}
+
+/*
+ * Every receiving call of the library: the turn settled first
+ * (__lz_turn_settle()); a receive-any then takes from a new span when
+ * the scan finds one -- what the inline receives called for when theirs
+ * ran out -- and otherwise looks in full, granting a span for the calls
+ * after a message.  (After "empty" nothing is granted: the next call
+ * scans anyway.)
+ */
 int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
 	int ret;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	__lz_fast_settle(ch);
+	if (m && __lz_rx_idle(ch))
+		return -EAGAIN;
+	__lz_turn_settle(ch);
+	if (m && __lz_turn_grant(ch)) {
+		ret = __lzchan_span_views(&ch->f, m, 1);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		__lz_turn_settle(ch);	/* not a one-slot message: look */
+	}
 	ret = __lz_peek(ch, m);
-	__lz_fast_grant(ch);
+	if (ret != -EAGAIN)
+		__lz_turn_grant(ch);
 	return ret;
 }
 
@@ -2447,54 +2226,30 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	__lz_fast_settle(ch);
+	__lz_turn_settle(ch);
 	ret = __lz_peek_lane(ch, lane, m);
-	__lz_fast_grant(ch);
+	__lz_turn_grant(ch);
 	return ret;
 }
 
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
-	bool ran_out;
 	int ret;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	/* The inline receive calls with its gate open only for what it does
-	 * not handle (nothing ready without a quick verdict, a longer
-	 * message), and so do lzchan_recv_wait() and programs built with
-	 * LZCHAN_NO_INLINE, always; with the gate run out, try the next
-	 * grant's lane first (a spent bell, arming and no busy lane grant
-	 * nothing: the general way). */
-	ran_out = !ch->f.fast_left && ch->f.cur;
-	__lz_fast_settle(ch);
-	if (ran_out && ch->bell_left) {
-		__lz_fast_grant(ch);
-		/* The next lane's first message as the inline receive takes
-		 * it (and with its books, like its, left to the next settle):
-		 * with N busy lanes, every 16th message costs the settle and
-		 * the grant, not the general receive as well.  Nothing ready
-		 * there: the inline receive's quick "empty", if the grant
-		 * allows one (a receiver spinning between the messages of a
-		 * ping-pong runs the gate out on an empty poll, once a
-		 * quarter ring on a small one).  Anything else -- something
-		 * the inline receive would not take, a cut, no quick
-		 * verdict -- the general way. */
-		if (ch->f.fast_left) {
-			ret = __lzchan_fast_take(&ch->f, ch->f.cur, buf, cap, lane);
-			if (ret >= 0)
-				return ret;
-			/* Not on a handle whose mapping was cut, even during
-			 * the take: it says so on every call, as in
-			 * __lz_rx_quiet(). */
-			if (ret == __LZCHAN_TAKE_NONE && !__lzchan_cut(&ch->f) &&
-			    __lzchan_fast_empty(&ch->f, ch->f.cur))
-				return -EAGAIN;
-			__lz_fast_settle(ch);
-		}
+	if (__lz_rx_idle(ch))
+		return -EAGAIN;
+	__lz_turn_settle(ch);
+	if (__lz_turn_grant(ch)) {
+		ret = __lzchan_span_take(&ch->f, buf, cap, lane);
+		if (ret != __LZCHAN_TAKE_SLOW)
+			return ret;
+		__lz_turn_settle(ch);	/* longer than the inline copy: look */
 	}
 	ret = __lz_recv(ch, buf, cap, lane);
-	__lz_fast_grant(ch);
+	if (ret != -EAGAIN)
+		__lz_turn_grant(ch);
 	return ret;
 }
 
@@ -2504,24 +2259,46 @@ int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	__lz_fast_settle(ch);
+	__lz_turn_settle(ch);
 	ret = __lz_recv_lane(ch, lane, buf, cap);
-	__lz_fast_grant(ch);
+	__lz_turn_grant(ch);
 	return ret;
 }
 
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
-	int ret;
+	int ret, k;
 
 	if (!n)
 		return -EINVAL;
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	__lz_fast_settle(ch);
-	ret = __lz_recv_batch(ch, m, n);
-	__lz_fast_grant(ch);
-	return ret;
+	if (m && __lz_rx_idle(ch))
+		return -EAGAIN;
+	__lz_turn_settle(ch);
+	if (m && __lz_turn_grant(ch)) {
+		ret = __lzchan_span_views(&ch->f, m, n);
+		if (ret)
+			return ret;
+		__lz_turn_settle(ch);	/* not a one-slot message: look */
+	}
+	ret = __lz_peek(ch, &m[0]);
+	if (ret) {
+		if (ret != -EAGAIN)
+			__lz_turn_grant(ch);
+		return ret;
+	}
+	/* More of the same lane from its new span; a verdict after the
+	 * first message (garbage, an end) is not reached here: the next
+	 * call reaches and reports it.  A cut met here is the next call's
+	 * -EIO too: the first view was taken before. */
+	k = 1;
+	if (__lz_turn_grant(ch) && n > 1 && ch->f.cur_lane == m[0].lane) {
+		ret = __lzchan_span_views(&ch->f, m + 1, n - 1);
+		if (ret > 0)
+			k += ret;
+	}
+	return k;
 }
 
 /* The out-of-line entry points behind lzchan.h's inline calls (the inline

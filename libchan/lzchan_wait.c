@@ -348,7 +348,7 @@ int lzchan_arm(struct lzchan *ch)
 		return r;
 	}
 	ch->f.armed = true;
-	ch->f.fast_left = 0;	/* the inline gate: the library disarms first */
+	ch->f.span = 0;	/* the inline receives: the library disarms first */
 	return 0;
 }
 

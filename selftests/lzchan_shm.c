@@ -357,18 +357,19 @@ TEST(truncated_channel_receiver)
 	ASSERT_EQ(0, lzchan_open(&tx, "cutrx", LZCHAN_SENDER, NULL));
 	ASSERT_EQ(0, lzchan_send(tx, "a", 1));
 	ASSERT_EQ(0, lzchan_send(tx, "b", 1));
+	ASSERT_EQ(0, lzchan_send(tx, "c", 1));
 	ASSERT_EQ(1, lzchan_recv(rx, buf, sizeof(buf), NULL));
-	/* A view of "b", with the inline receive's gate still open (the
-	 * handle's fast_left, lzchan.h). */
+	/* A view of "b", with the inline receives' span still holding "c"
+	 * (the handle's span, lzchan.h). */
 	ASSERT_EQ(0, lzchan_peek(rx, &m));
-	ASSERT_LT(0, ((const struct __lzchan_fast *)rx)->fast_left);
+	ASSERT_LT(0, ((const struct __lzchan_fast *)rx)->span);
 	/* Cut to one page: the header survives, the lanes do not. */
 	ASSERT_EQ(0, truncate(path, sysconf(_SC_PAGESIZE)));
 	/* Reading the view meets the cut: the library's SIGBUS handler maps
-	 * zeros over the channel and shuts that gate (so an inline receive
+	 * zeros over the channel and empties that span (so an inline receive
 	 * whose copy met it says -EIO), with no library call in between. */
 	EXPECT_EQ(0, *(const volatile char *)m.data);
-	EXPECT_EQ(0, ((const struct __lzchan_fast *)rx)->fast_left);
+	EXPECT_EQ(0, ((const struct __lzchan_fast *)rx)->span);
 	EXPECT_EQ(-EIO, lzchan_recv(rx, buf, sizeof(buf), NULL));
 	/* Every later call says so too, never "nothing there". */
 	EXPECT_EQ(-EIO, lzchan_recv(rx, buf, sizeof(buf), NULL));
@@ -533,7 +534,7 @@ TEST(cut_mid_lane_is_never_a_silent_success)
  * few instructions, gets there), so the header's take runs on a lane made
  * by hand: the slot's header at the end of one page, its payload on the
  * next, which is PROT_NONE; the SIGSEGV that the copy meets plays the
- * library's SIGBUS handler -- it zeroes the handle's fast_left, as that
+ * library's SIGBUS handler -- it zeroes the handle's span, as that
  * handler does for a receiver -- and lets the copy go on.
  */
 static struct __lzchan_fast *cut_fake;
@@ -546,14 +547,15 @@ static void cut_fake_handler(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if ((char *)si->si_addr < cut_page || (char *)si->si_addr >= cut_page + cut_psize)
 		abort();
-	cut_fake->fast_left = 0;
+	cut_fake->span = 0;
 	cut_fake->cut = 1;
 	if (mprotect(cut_page, cut_psize, PROT_READ))
 		abort();
 }
 
 /* A receiver handle and its one lane, made by hand: 64-byte slots at
- * @slots, the lane's peek and head at @peek, a gate of 5. */
+ * @slots, the lane's peek and head at @peek, its slot the first, a span
+ * of 5 there (as if scanned). */
 static void cut_fake_rx(struct __lzchan_fast *f, struct __lzchan_rxlane *rl, char *slots,
 			uint32_t peek)
 {
@@ -564,7 +566,8 @@ static void cut_fake_rx(struct __lzchan_fast *f, struct __lzchan_rxlane *rl, cha
 	f->slot_shift = 6;
 	f->rx_max = 56;
 	f->rx_payload = 56;
-	f->fast_left = 5;
+	f->span = 5;
+	f->span_at = slots;
 	f->cur = rl;
 	rl->peek = rl->head = peek;
 	rl->slots = slots;
@@ -609,7 +612,7 @@ TEST(inline_recv_copy_meets_a_cut)
 			EXPECT_EQ(3, lane);
 			EXPECT_EQ(8, rl.peek);
 			EXPECT_EQ(8, rl.head);
-			EXPECT_EQ(4, f.fast_left);
+			EXPECT_EQ(4, f.span);
 			continue;
 		}
 		EXPECT_EQ(-EIO, lzchan_recv((struct lzchan *)&f, buf, sizeof(buf), &lane))
@@ -617,11 +620,11 @@ TEST(inline_recv_copy_meets_a_cut)
 		EXPECT_EQ(99, lane);
 		EXPECT_EQ(7, rl.peek);	/* not taken */
 		EXPECT_EQ(7, rl.head);
-		EXPECT_EQ(0, f.fast_left);	/* the gate stays shut */
+		EXPECT_EQ(0, f.span);	/* the span stays empty */
 	}
-	/* The inline peek, whose look met the cut between its loads of seq
-	 * and len (the header straddling the two pages here): -EIO, not a
-	 * view of what the replacement holds. */
+	/* The inline peek, whose load of len met the cut (the header
+	 * straddling the two pages here): -EIO, not a view of what the
+	 * replacement holds. */
 	cut_fake_rx(&f, &rl, cut_page - sizeof(h->seq), 7);
 	h = (struct lzchan_slot_hdr *)rl.slots;
 	ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
@@ -631,7 +634,7 @@ TEST(inline_recv_copy_meets_a_cut)
 	cut_fake = &f;
 	EXPECT_EQ(-EIO, lzchan_peek((struct lzchan *)&f, &m)) TH_LOG("a view of a cut lane");
 	EXPECT_EQ(7, rl.peek);
-	EXPECT_EQ(0, f.fast_left);
+	EXPECT_EQ(0, f.span);
 	/* The inline batch: a ring of two slots, the first on the first page,
 	 * the second on the faulting one; both ready.  Whole, it hands out
 	 * both views; when the look at the second meets the cut, -EIO (not
@@ -642,6 +645,7 @@ TEST(inline_recv_copy_meets_a_cut)
 		cut_fake_rx(&f, &rl, cut_page - 64, 8);
 		f.slot_count = 2;
 		f.mask = 1;
+		f.span = 2;	/* the scan stops at the ring's end */
 		f.cur_lane = 3;
 		rl.gen = 6;
 		ASSERT_EQ(0, mprotect(cut_page, cut_psize, PROT_READ | PROT_WRITE));
@@ -664,13 +668,13 @@ TEST(inline_recv_copy_meets_a_cut)
 			EXPECT_EQ(cut_page + 8, (const char *)mm[1].data);
 			EXPECT_EQ(10, rl.peek);
 			EXPECT_EQ(8, rl.head);	/* until the release */
-			EXPECT_EQ(3, f.fast_left);
+			EXPECT_EQ(0, f.span);
 			continue;
 		}
 		EXPECT_EQ(-EIO, lzchan_recv_batch((struct lzchan *)&f, mm, 4))
 			TH_LOG("views of a cut lane");
 		EXPECT_EQ(8, rl.peek);
-		EXPECT_EQ(0, f.fast_left);
+		EXPECT_EQ(0, f.span);
 	}
 	sigaction(SIGSEGV, &old, NULL);
 	munmap(two, 2 * cut_psize);
