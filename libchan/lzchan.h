@@ -287,6 +287,14 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	uint32_t span;
 	uint32_t rx_max;		/* longest payload the inline receive copies */
 	const char *span_at;
+	/* "empty" verdicts the inline receive may give when nothing is
+	 * ready at span_at, on the library's behalf: its last look found
+	 * nothing, cur is the one lane it polls, and the bell's one word
+	 * (bell) and cur's status still read as then (bell_seen,
+	 * cur->seen_status).  0 otherwise. */
+	uint32_t quiet;
+	const uint64_t *bell;
+	uint64_t bell_seen;
 	struct __lzchan_rxlane *cur;	/* the lane whose turn it is (a
 					 * dummy that matches no view when none
 					 * is: never NULL in a receiver) ... */
@@ -442,6 +450,41 @@ static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t 
 	if (lane)
 		*lane = f->cur_lane;
 	return (int)len;
+}
+
+/*
+ * Nothing is ready at the span: may the inline receive say "empty"
+ * without the library?  Only while it may (quiet, above), and the lane's
+ * status and the bell are as its look saw them (a sender that left, a
+ * cut mapping whose status reads 0, a lane nobody polls that got a
+ * message: each ends it).  Other news waits at most quiet polls, as the
+ * library's own quick verdicts let it.  Like those, a receiver that has
+ * caught up publishes its head, so the sender sees all the room.
+ */
+static inline int __lzchan_span_empty(struct __lzchan_fast *f)
+{
+	struct __lzchan_rxlane *rl = f->cur;
+
+	/* span: a span_at inside the ring (a span taken whole may leave it
+	 * past the ring's end). */
+	if (__lzchan_likely(f->quiet) && f->span &&
+	    /* Relaxed: only compared; the library loads them with acquire. */
+	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
+	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen &&
+	    /* Pairs with the sender's release store of seq: nothing ready
+	     * (relaxed would do for "not ready"; the take loads it again). */
+	    __atomic_load_n(&((const struct lzchan_slot_hdr *)f->span_at)->seq,
+			    __ATOMIC_RELAXED) != rl->peek + 1) {
+		f->quiet--;
+		if (rl->head != rl->published && rl->peek == rl->head) {
+			/* Pairs with the sender's acquire load of head: our
+			 * reads of the released slots are done. */
+			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
+			rl->published = rl->head;
+		}
+		return 1;
+	}
+	return 0;
 }
 
 /* Fill view @v of the message at @h, position @end - 1 (field by field:
@@ -852,6 +895,8 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 
 		if (__lzchan_likely(r != __LZCHAN_TAKE_SLOW))
 			return r;
+		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+			return -EAGAIN;
 	}
 	return __lzchan_slow_recv(ch, buf, cap, lane);
 }
@@ -863,6 +908,8 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 
 		if (__lzchan_likely(r))
 			return r > 0 ? 0 : r;
+		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+			return -EAGAIN;
 	}
 	return __lzchan_slow_peek(ch, m);
 }
@@ -874,6 +921,8 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 
 		if (__lzchan_likely(r))
 			return r;
+		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+			return -EAGAIN;
 	}
 	return __lzchan_slow_recv_batch(ch, m, n);
 }

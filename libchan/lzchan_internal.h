@@ -112,6 +112,8 @@ struct lzchan {
 	/* receiver */
 	struct __lzchan_rxlane no_turn;	/* f.cur when it is nobody's turn */
 	uint32_t turn_peek;		/* f.cur's peek when its span was granted */
+	uint32_t grant_quiet;		/* f.quiet as granted (less what was
+					 * taken back) */
 	uint32_t turns;			/* turns since the last full look */
 	bool look_due;			/* the next call looks in full, first */
 	uint32_t quiet_left;		/* quick empty verdicts before a full look */
@@ -222,6 +224,7 @@ int __lzchan_sock_ring(struct lzchan *ch);
 
 /* lzchan_ring.c */
 void __lzchan_rx_init_lanes(struct lzchan *ch);
+void __lzchan_rx_quiet_revoke(struct lzchan *ch);
 void __lzchan_rx_publish_all(struct lzchan *ch);
 bool __lzchan_rx_pending(struct lzchan *ch);
 bool __lzchan_rx_hup_look(struct lzchan *ch, uint32_t lane);

@@ -1060,6 +1060,17 @@ void __lzchan_rx_attn_all(struct lzchan *ch)
 		__lz_rx_attn(ch->f.lanes[i].rxl);
 }
 
+/* Take back the inline "empty" verdicts granted and not yet given (see
+ * __lz_turn_grant()): something their conditions do not see changed (a
+ * lane became active, an end became owed, the receiver armed).  Only the
+ * ones given are the library's quick verdicts, counted at the next
+ * settle. */
+void __lzchan_rx_quiet_revoke(struct lzchan *ch)
+{
+	ch->grant_quiet -= ch->f.quiet;
+	ch->f.quiet = 0;
+}
+
 /*
  * A lane we are about to acknowledge (close_ack) goes unpolled from now
  * on: mark it sleepy first.  The next sender it is given to attaches after
@@ -1098,6 +1109,7 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 	rl->state = __LZ_RL_ACTIVE;
 	rl->idle = 0;
 	ch->activations++;	/* a park under way must look again */
+	__lzchan_rx_quiet_revoke(ch);	/* cur is no longer the only lane */
 	if (rl->sleepy & 1) {
 		rl->sleepy++;
 		/* Relaxed: a hint for the sender; messages are found by seq.
@@ -1488,6 +1500,7 @@ static void __lz_rx_broke(struct lzchan *ch, uint32_t i)
 	if (__lz_rx_broken_over(ch, i)) {
 		ch->broken_over = true;
 		ch->quiet_left = 0;
+		__lzchan_rx_quiet_revoke(ch);
 	}
 }
 
@@ -1731,6 +1744,7 @@ static void __lz_rx_scan(struct lzchan *ch)
 			if (__lz_rx_broken_over(ch, i)) {
 				ch->broken_over = true;
 				ch->quiet_left = 0;
+				__lzchan_rx_quiet_revoke(ch);
 			}
 		} else if (rl->state != __LZ_RL_ACTIVE && __lz_rx_lane_pending(ch, rl)) {
 			__lz_active_add(ch, i);
@@ -1884,8 +1898,17 @@ static void __lz_turn_count(struct lzchan *ch, uint32_t at, uint32_t n)
 static void __lz_turn_settle(struct lzchan *ch)
 {
 	struct __lzchan_rxlane *rl = ch->f.cur;
-	uint32_t used;
+	uint32_t used, empties = ch->grant_quiet - ch->f.quiet;
 
+	/* The inline "empty" verdicts were the library's quick ones, given
+	 * on its behalf (__lz_rx_quiet()): spent from the same spell, and
+	 * counted as polls. */
+	ch->f.quiet = 0;
+	ch->grant_quiet = 0;
+	if (empties) {
+		ch->quiet_left = empties < ch->quiet_left ? ch->quiet_left - empties : 0;
+		ch->quiet_spent += empties;
+	}
 	ch->f.span = 0;
 	if (rl == &ch->no_turn)
 		return;
@@ -1962,6 +1985,15 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	ch->f.span_at = (const char *)__lzchan_slot(ch, rl->slots, rl->peek);
 	ch->turn_peek = rl->peek;
 	ch->f.span = n;
+	/* Quick "empty" verdicts inline too, while the library's own would
+	 * be given (its last look found nothing; see __lz_rx_quiet()) and
+	 * cur is the only lane to look at.  Like the library's, they
+	 * publish a caught-up head. */
+	if (ch->quiet_left && ch->f.nactive == 1 && ch->bell_words == 1) {
+		ch->f.bell = ch->bell;
+		ch->f.bell_seen = ch->bell_seen[0];
+		ch->f.quiet = ch->grant_quiet = ch->quiet_left;
+	}
 	return true;
 }
 
@@ -2193,30 +2225,29 @@ static inline bool __lz_rx_idle(struct lzchan *ch)
 
 /*
  * Every receiving call of the library: the turn settled first
- * (__lz_turn_settle()); a receive-any then takes from a new span when
- * the scan finds one -- what the inline receives called for when theirs
- * ran out -- and otherwise looks in full, granting a span for the calls
- * after a message.  (After "empty" nothing is granted: the next call
- * scans anyway.)
+ * (__lz_turn_settle()); a receive-any then gives the quick "empty"
+ * verdict if nothing moved, else takes from a new span -- what the
+ * inline receives called for when theirs ran out -- and otherwise looks
+ * in full; a span is granted for the calls after (with inline "empty"
+ * verdicts where they may be given).
  */
 int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
-	int ret;
+	int ret = -EAGAIN;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (m && __lz_rx_idle(ch))
-		return -EAGAIN;
 	__lz_turn_settle(ch);
-	if (m && __lz_turn_grant(ch)) {
-		ret = __lzchan_span_views(&ch->f, m, 1);
-		if (ret)
-			return ret > 0 ? 0 : ret;
-		__lz_turn_settle(ch);	/* not a one-slot message: look */
+	if (!m || !__lz_rx_idle(ch)) {
+		if (m && __lz_turn_grant(ch)) {
+			ret = __lzchan_span_views(&ch->f, m, 1);
+			if (ret)
+				return ret > 0 ? 0 : ret;
+			__lz_turn_settle(ch);	/* not a one-slot message: look */
+		}
+		ret = __lz_peek(ch, m);
 	}
-	ret = __lz_peek(ch, m);
-	if (ret != -EAGAIN)
-		__lz_turn_grant(ch);
+	__lz_turn_grant(ch);
 	return ret;
 }
 
@@ -2234,22 +2265,21 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
-	int ret;
+	int ret = -EAGAIN;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (__lz_rx_idle(ch))
-		return -EAGAIN;
 	__lz_turn_settle(ch);
-	if (__lz_turn_grant(ch)) {
-		ret = __lzchan_span_take(&ch->f, buf, cap, lane);
-		if (ret != __LZCHAN_TAKE_SLOW)
-			return ret;
-		__lz_turn_settle(ch);	/* longer than the inline copy: look */
+	if (!__lz_rx_idle(ch)) {
+		if (__lz_turn_grant(ch)) {
+			ret = __lzchan_span_take(&ch->f, buf, cap, lane);
+			if (ret != __LZCHAN_TAKE_SLOW)
+				return ret;
+			__lz_turn_settle(ch);	/* not for the inline copy: look */
+		}
+		ret = __lz_recv(ch, buf, cap, lane);
 	}
-	ret = __lz_recv(ch, buf, cap, lane);
-	if (ret != -EAGAIN)
-		__lz_turn_grant(ch);
+	__lz_turn_grant(ch);
 	return ret;
 }
 
@@ -2267,25 +2297,26 @@ int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
-	int ret, k;
+	int ret = -EAGAIN, k;
 
 	if (!n)
 		return -EINVAL;
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (m && __lz_rx_idle(ch))
-		return -EAGAIN;
 	__lz_turn_settle(ch);
+	if (m && __lz_rx_idle(ch)) {
+		__lz_turn_grant(ch);
+		return -EAGAIN;
+	}
 	if (m && __lz_turn_grant(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, n);
 		if (ret)
 			return ret;
 		__lz_turn_settle(ch);	/* not a one-slot message: look */
 	}
-	ret = __lz_peek(ch, &m[0]);
+	ret = __lz_peek(ch, m);
 	if (ret) {
-		if (ret != -EAGAIN)
-			__lz_turn_grant(ch);
+		__lz_turn_grant(ch);
 		return ret;
 	}
 	/* More of the same lane from its new span; a verdict after the

@@ -163,7 +163,7 @@ static int __lz_prepare_park(struct lzchan *ch)
 	activations = ch->activations;
 	if (__lzchan_rx_pending(ch) || ch->activations != activations) {
 		/* (Inline empty verdicts granted before were taken back by
-		 * what found the news: __lz_empty_revoke().) */
+		 * what found the news: __lzchan_rx_quiet_revoke().) */
 		__lz_set_parked(ch, false);
 		return -EAGAIN;
 	}
@@ -348,7 +348,9 @@ int lzchan_arm(struct lzchan *ch)
 		return r;
 	}
 	ch->f.armed = true;
-	ch->f.span = 0;	/* the inline receives: the library disarms first */
+	/* The inline receives: the library disarms first. */
+	__lzchan_rx_quiet_revoke(ch);
+	ch->f.span = 0;
 	return 0;
 }
 
