@@ -1042,6 +1042,71 @@ TEST(busy_lanes_share_batches)
 	pair_close(&p);
 }
 
+/*
+ * The fairness bound holds for every receive style: three lanes full,
+ * a turn under way on one of them, then a message on a fourth lane; it
+ * comes after at most (lanes - 1) * LZ_TURN of the others' from then on,
+ * whether the receiver copies
+ * (lzchan_recv()), takes views one at a time (lzchan_peek()) or batches
+ * of 48 (lzchan_recv_batch()).
+ */
+TEST(fairness_bound_for_every_receive)
+{
+	enum { NTX = 4, FULL = 300 };
+	struct lzchan *tx[NTX];
+	struct lzchan_msg m[48];
+	uint32_t v, lane;
+	int style, i, k, r, before;
+	struct pair p;
+
+	for (style = 0; style < 3; style++) {
+		ASSERT_EQ(0, pair_open(&p, "fairall", lz_opts(64, 1024, NTX)));
+		tx[0] = p.tx;
+		for (i = 1; i < NTX; i++)
+			ASSERT_EQ(0, lzchan_open(&tx[i], p.name, LZCHAN_SENDER, NULL));
+		/* Every lane polled: each carries one message first. */
+		for (i = 0; i < NTX; i++)
+			ASSERT_EQ(0, lzchan_send(tx[i], &i, sizeof(i)));
+		for (i = 0; i < NTX; i++)
+			ASSERT_EQ(4, lzchan_recv(p.rx, &v, sizeof(v), &lane));
+		for (i = 0; i < NTX - 1; i++)
+			for (k = 0; k < FULL; k++)
+				ASSERT_EQ(0, lzchan_send(tx[i], &i, sizeof(i)));
+		/* A turn under way on one of the full lanes, then the fourth
+		 * lane's message: counted from here. */
+		for (k = 0; k < 5; k++)
+			ASSERT_EQ(4, lzchan_recv(p.rx, &v, sizeof(v), &lane));
+		i = NTX - 1;
+		ASSERT_EQ(0, lzchan_send(tx[i], &i, sizeof(i)));
+		before = -1;
+		for (k = 0; k < NTX * FULL && before < 0; ) {
+			if (style == 0) {
+				r = lzchan_recv(p.rx, &v, sizeof(v), &lane);
+				ASSERT_EQ(4, r) TH_LOG("style %d, message %d", style, k);
+				if (v == NTX - 1)
+					before = k;
+				k++;
+				continue;
+			}
+			r = style == 1 ? lzchan_peek(p.rx, m) : lzchan_recv_batch(p.rx, m, 48);
+			ASSERT_LT(0, style == 1 ? r + 1 : r) TH_LOG("style %d, message %d: %d",
+								    style, k, r);
+			if (style == 1)
+				r = 1;
+			for (i = 0; i < r; i++, k++)
+				if (*(const uint32_t *)m[i].data == NTX - 1 && before < 0)
+					before = k;
+			lzchan_release(p.rx, &m[r - 1]);
+		}
+		EXPECT_LE(0, before) TH_LOG("style %d: never came", style);
+		EXPECT_GE((NTX - 1) * LZ_TURN, before)
+			TH_LOG("style %d: after %d of the others'", style, before);
+		for (i = 1; i < NTX; i++)
+			lzchan_close(tx[i]);
+		pair_close(&p);
+	}
+}
+
 TEST(busy_lanes_take_turns)
 {
 	enum { NTX = 4, PER = 300 };
