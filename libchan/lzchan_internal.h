@@ -151,6 +151,12 @@ struct lzchan {
 					 * looks owed after a hang-up (shm) */
 	int wakefd;			/* receiver: eventfd in the set, for
 					 * lzchan_wake(), or -1 */
+	int closefd;			/* receiver: inotify in the set, for a
+					 * writer's close of the channel file
+					 * (a sender's death), or -1 */
+	bool sweep_again;		/* receiver: look at the locks once more
+					 * when hupfd fires (after a close) */
+	uint64_t swept_ns;		/* receiver: the last such look */
 #define LZCHAN_SOCK_PENDING	16
 	int pending[LZCHAN_SOCK_PENDING];	/* accepted, no hello yet */
 	uint64_t pending_ns[LZCHAN_SOCK_PENDING];	/* when accepted */
@@ -214,6 +220,7 @@ bool __lzchan_query_barrier(void);
 
 /* lzchan_sock.c */
 int __lzchan_sock_listen(struct lzchan *ch);
+void __lzchan_sock_armed(struct lzchan *ch);
 void __lzchan_sock_close(struct lzchan *ch);
 struct stat;
 void __lzchan_sock_unlink(const char *path, const struct stat *st);

@@ -2220,7 +2220,7 @@ static int __lz_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t ca
  * bell), before the turn is settled and granted again. */
 static inline bool __lz_rx_idle(struct lzchan *ch)
 {
-	return !ch->f.armed && !ch->look_due && __lz_rx_quiet(ch);
+	return !ch->f.armed && !ch->look_due && !ch->departed && __lz_rx_quiet(ch);
 }
 
 /*

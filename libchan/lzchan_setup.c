@@ -1028,6 +1028,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch->evfd = -1;
 	ch->lsock = -1;
 	ch->wakefd = -1;
+	ch->closefd = -1;
 	ch->hupfd = -1;
 	ch->sock = -1;
 	ch->lane = LZCHAN_LANE_NONE;

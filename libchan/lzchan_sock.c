@@ -17,7 +17,10 @@
  *   kernel (SO_PEERCRED), never from the message.  The sender takes the
  *   receiver's the same way.
  * - The receiver's event fd is an epoll set of the listening socket,
- *   every connection, and an eventfd that lzchan_wake() writes.  lzchan_arm() stores rx->armed before announcing
+ *   every connection, an eventfd that lzchan_wake() writes, and an
+ *   inotify watch for a writer's close of the channel file: a sender that
+ *   dies without ever having connected (it attached before the receiver
+ *   and has not sent since) shows then, in its lock.  lzchan_arm() stores rx->armed before announcing
  *   "parked"; a sender that owes a parked receiver a wake sends one byte
  *   on its connection when it is armed (the futex otherwise): one system
  *   call either way, and only when the receiver sleeps.  Receiving
@@ -34,6 +37,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -48,11 +52,15 @@
 #define TAG_LISTEN	UINT64_MAX	/* the listening socket */
 #define TAG_WAKE	(UINT64_MAX - 1)	/* the wake eventfd */
 #define TAG_HUP		(UINT64_MAX - 2)	/* the hang-up timerfd */
+#define TAG_CLOSE	(UINT64_MAX - 3)	/* the channel file's inotify */
 /* After a sender's connection hangs up with its lane still ATTACHED, its
  * lock is looked at again this often, this many times (a dying process
  * closes the channel file just after the socket). */
 #define HUP_RETRY_NS	10000000L
 #define HUP_LOOKS	20
+/* Without a close watch (inotify), how often an armed receiver looks at
+ * the senders' locks. */
+#define SWEEP_NOTIFY_NS	100000000L
 #define TAG_PENDING	(1ULL << 63)	/* | fd: accepted, no hello yet */
 #define RETRY_NS	1000000ULL	/* a sender retries connecting after 1 ms */
 /* A connection with no hello after this long is dropped: an honest sender
@@ -164,7 +172,41 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	ev.data.u64 = TAG_HUP;
 	if (ch->hupfd < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->hupfd, &ev) < 0)
 		return -errno;
+	/* So does a writer's close of the channel file (every sender holds
+	 * it open for writing: a death closes it): the file we hold, by its
+	 * /proc/self/fd link (inotify follows it to the inode). */
+	ch->closefd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ch->fd);
+	ev.data.u64 = TAG_CLOSE;
+	if (ch->closefd >= 0 && (inotify_add_watch(ch->closefd, proc, IN_CLOSE_WRITE) < 0 ||
+				 epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->closefd, &ev) < 0)) {
+		close(ch->closefd);
+		ch->closefd = -1;
+	}
+	/* Without it (the user's inotify instances or watches run out: 128
+	 * instances by default), an armed receiver looks at the locks every
+	 * SWEEP_NOTIFY_NS instead (__lzchan_sock_armed()). */
 	return 0;
+}
+
+/* The receiver arms (lzchan_arm(), after a service): the timer for the
+ * look a close still owes (__lz_sock_closed()), or, without the close
+ * watch, for a look at the locks now and then while it sleeps. */
+void __lzchan_sock_armed(struct lzchan *ch)
+{
+	struct itimerspec its = { 0 };
+	uint64_t since = __lzchan_now_ns() - ch->swept_ns;
+
+	if (ch->hupfd < 0)
+		return;
+	if (ch->sweep_again)
+		its.it_value.tv_nsec = since < HUP_RETRY_NS ? HUP_RETRY_NS - since : 1;
+	else if (ch->closefd < 0)
+		its.it_value.tv_nsec = SWEEP_NOTIFY_NS;
+	else
+		return;
+	ch->sweep_again = true;
+	timerfd_settime(ch->hupfd, 0, &its, NULL);
 }
 
 /* Close the socket side of @ch: the receiver's name goes with it.  Every
@@ -192,6 +234,9 @@ void __lzchan_sock_close(struct lzchan *ch)
 	if (ch->hupfd >= 0)
 		close(ch->hupfd);
 	ch->hupfd = -1;
+	if (ch->closefd >= 0)
+		close(ch->closefd);
+	ch->closefd = -1;
 	if (ch->sock >= 0)
 		close(ch->sock);
 	ch->sock = -1;
@@ -312,6 +357,29 @@ static void __lz_sock_hup(struct lzchan *ch)
 		timerfd_settime(ch->hupfd, 0, &its, NULL);
 }
 
+/*
+ * A writer closed the channel file (@fresh), perhaps a sender that died
+ * without a connection to hang up; or a look it owes is due.  Look at the
+ * lock of every lane that says ATTACHED, now and once more at least
+ * HUP_RETRY_NS later (the kernel tells of the close just before it lets
+ * the closer's lock go): at the next service, or, if the receiver arms
+ * before, by the timer (__lzchan_sock_armed()).  At most once every
+ * HUP_RETRY_NS, however often the file is opened and closed.
+ */
+static void __lz_sock_closed(struct lzchan *ch, uint64_t now, bool fresh)
+{
+	uint32_t i;
+
+	if (now - ch->swept_ns < HUP_RETRY_NS) {
+		ch->sweep_again |= fresh;	/* too soon: later */
+		return;
+	}
+	ch->swept_ns = now;
+	for (i = 0; i < ch->f.max_senders; i++)
+		(void)__lzchan_rx_hup_look(ch, i);
+	ch->sweep_again = fresh;
+}
+
 /* Take new connections and hellos, and drain the wake bytes. */
 void __lzchan_sock_service(struct lzchan *ch)
 {
@@ -320,7 +388,7 @@ void __lzchan_sock_service(struct lzchan *ch)
 	int n, k, fd, said;
 	uint32_t lane, i;
 	uint64_t now;
-	bool hup = false;
+	bool hup = false, closed = false;
 
 	if (ch->lsock < 0)
 		return;
@@ -346,6 +414,12 @@ void __lzchan_sock_service(struct lzchan *ch)
 				if (read(ch->hupfd, &cnt, sizeof(cnt)) < 0)
 					(void)0;	/* drained already: fine */
 				hup = true;
+			} else if (tag == TAG_CLOSE) {
+				char ev[sizeof(struct inotify_event) + NAME_MAX + 1];
+
+				while (read(ch->closefd, ev, sizeof(ev)) > 0)
+					;	/* which writer does not matter */
+				closed = true;
 			} else if (tag == TAG_WAKE) {
 				uint64_t cnt;
 
@@ -402,6 +476,8 @@ void __lzchan_sock_service(struct lzchan *ch)
 			}
 		}
 	} while (n == 32);
+	if (closed || ch->sweep_again)
+		__lz_sock_closed(ch, __lzchan_now_ns(), closed);
 	if (hup)
 		__lz_sock_hup(ch);
 }

@@ -333,6 +333,7 @@ int lzchan_arm(struct lzchan *ch)
 		/* New senders' hellos in, old wake bytes out; then "armed",
 		 * published by the release store of parked that follows. */
 		__lzchan_sock_service(ch);
+		__lzchan_sock_armed(ch);
 		__lz_store(&ch->f.rx->armed, 1);
 	}
 	r = __lz_prepare_park(ch);

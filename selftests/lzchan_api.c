@@ -2028,11 +2028,17 @@ static void event_fd_run(struct __test_metadata *_metadata, int extra)
 		ASSERT_EQ(1, lzchan_recv(p.rx, buf, sizeof(buf), NULL));
 		EXPECT_EQ('y', buf[0]);
 	}
-	/* Drained by the receive: quiet again once armed. */
-	while (lzchan_recv(p.rx, buf, sizeof(buf), NULL) != -EAGAIN)
-		;
-	ASSERT_EQ(0, lzchan_arm(p.rx));
-	EXPECT_EQ(0, poll(&pf, 1, 50));
+	/* Drained by the receive: quiet again once armed -- after the looks
+	 * at the senders' locks that shm owes a sender's close (the fd fires
+	 * for them, a wakeup for nothing, a few times at most). */
+	for (k = 0; k < 4; k++) {
+		while (lzchan_recv(p.rx, buf, sizeof(buf), NULL) != -EAGAIN)
+			;
+		ASSERT_EQ(0, lzchan_arm(p.rx));
+		if (!poll(&pf, 1, 50))
+			break;
+	}
+	EXPECT_GT(4, k) TH_LOG("the armed fd stays readable");
 	/* lzchan_wake() makes it readable too, on either backend: an event
 	 * loop sees it as a wake, and the blocking call it stands for says
 	 * -EINTR; armed again, the fd is quiet. */

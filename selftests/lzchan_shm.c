@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -1872,6 +1873,85 @@ TEST(receiver_that_died_before_attaching_is_waited_for)
 	lzchan_close(rx);
 	lzchan_close(tx);
 	lzchan_unlink("early");
+	rmdir(dir);
+}
+
+/*
+ * An event loop (lzchan_arm(), then poll() on the event fd with no bound
+ * of its own) hears of a sender that dies without ever having connected
+ * to the doorbell socket: one that attached before the receiver did and
+ * has not sent since (a sender connects at its first wake owed).  Its
+ * death shows only in its lock, which nothing looked at while the loop
+ * slept: the loop waited for ever.
+ */
+TEST(armed_receiver_hears_an_unconnected_sender_die)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 2);
+	int ready[2], i, r, round, hog[4096], nhog = 0;
+	char dir[64], buf[16], b;
+	struct pollfd pf;
+	struct lzchan *rx, *tx;
+	uint32_t lane = 99;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	/* Round 1 with the close watch (inotify); round 2 without, every
+	 * inotify instance of ours taken: the armed receiver then looks at
+	 * the locks now and then. */
+	for (round = 0; round < 2; round++) {
+		if (round)
+			while (nhog < 4096 && (hog[nhog] = inotify_init1(IN_CLOEXEC)) >= 0)
+				nhog++;
+		ASSERT_EQ(1, lzchan_create("unconn", &o, LZCHAN_EXCL));
+		ASSERT_EQ(0, pipe(ready));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			if (lzchan_open(&tx, "unconn", LZCHAN_SENDER, NULL) ||
+			    write(ready[1], "s", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		ASSERT_EQ(1, read(ready[0], &b, 1));
+		close(ready[0]);
+		close(ready[1]);
+		ASSERT_EQ(0, lzchan_open(&rx, "unconn", LZCHAN_RECEIVER, NULL));
+		pf.fd = lzchan_event_fd(rx);
+		ASSERT_LE(0, pf.fd);
+		pf.events = POLLIN;
+		/* Armed, with nothing pending; then the sender dies. */
+		do {
+			ASSERT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), &lane));
+			r = lzchan_arm(rx);
+		} while (r == -EAGAIN);
+		ASSERT_EQ(0, r);
+		kill(pid, SIGKILL);
+		ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+		/* The loop: sleep on the fd (5 s: far past any look the
+		 * library owes), receive until "empty", arm, and again,
+		 * until the end. */
+		ASSERT_EQ(1, poll(&pf, 1, 5000)) TH_LOG("round %d: the fd never fired", round);
+		for (i = 0, r = -EAGAIN; i < 100 && r == -EAGAIN; i++) {
+			r = lzchan_recv(rx, buf, sizeof(buf), &lane);
+			if (r != -EAGAIN)
+				break;
+			r = lzchan_arm(rx);
+			if (r == -EAGAIN)
+				continue;
+			ASSERT_EQ(0, r);
+			ASSERT_EQ(1, poll(&pf, 1, 5000)) TH_LOG("round %d, %d: the fd never fired",
+								round, i);
+			r = -EAGAIN;
+		}
+		EXPECT_EQ(-EPIPE, r) TH_LOG("round %d", round);
+		EXPECT_EQ(0, lane);
+		EXPECT_EQ(LZCHAN_END_LOST, lzchan_end_cause(rx, 0));
+		lzchan_close(rx);
+		lzchan_unlink("unconn");
+	}
+	while (nhog)
+		close(hog[--nhog]);
 	rmdir(dir);
 }
 
