@@ -39,17 +39,21 @@
 static const char *const ipm_paths[] = {
 	"send", "recv", "reserve+commit", "peek+release", "send_batch", "recv_batch",
 	"lazy-send", "lazy-recv", "recv, empty", "lazy-recv, empty", "recv_batch, views",
-	"recv, 8 lanes", "ping-pong hop", "lazy ping-pong hop",
+	"recv, 8 lanes", "ping-pong hop", "lazy ping-pong hop", "lazy-fair, 8 rings",
+	"peek+release, 8 lanes", "recv_batch views, 8 lanes",
 };
 /* The wrapper callgrind collects in, per path. */
 static const char *const ipm_fns[] = {
 	"lzb_ipm_send", "lzb_ipm_recv", "lzb_ipm_reserve_commit", "lzb_ipm_peek_release",
 	"lzb_ipm_send_batch", "lzb_ipm_recv_batch", "lzb_ipm_lazy_send", "lzb_ipm_lazy_recv",
 	"lzb_ipm_recv", "lzb_ipm_lazy_recv", "lzb_ipm_recv_batch_views",
-	"lzb_ipm_recv", "lzb_ipm_hop", "lzb_ipm_lazy_hop",
+	"lzb_ipm_recv", "lzb_ipm_hop", "lzb_ipm_lazy_hop", "lzb_ipm_lazy_fair",
+	"lzb_ipm_peek_view", "lzb_ipm_recv_batch_views",
 };
-/* The targets (instructions per message), 0: none. */
-static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0, 0, 0 };
+/* Each row's baseline (the path it is a ratio of; -1: none) and the
+ * issue's target for that ratio (0: none). */
+static const int ipm_base[] = { 6, 7, 6, 7, 6, 7, -1, -1, 9, -1, 7, 14, 13, -1, -1, 11, 14 };
+static const double ipm_goal[] = { 1.6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0, 0, 0, 1.0, 0.75 };
 /* The empty rows count one poll of an empty lane each (a receiver spinning
  * for its next message, as in a ping-pong) in place of a message. */
 #define IPM_EMPTY	8
@@ -70,6 +74,13 @@ static const int ipm_target[] = { 36, 36, 36, 36, 30, 20, 0, 0, 0, 0, 20, 0, 0, 
 #define IPM_HOP		12
 #define IPM_LAZY_HOP	13
 #define IPM_HOP_SLOTS	64
+/* The 8->1 stream of the ring benchmark (lzchan-bench ring), each way:
+ * the lazy ring with the receiver work of its lazy-fair row (IPM_LANES
+ * rings, one message per ring visited, copied out); libchan's views one
+ * at a time (read in place, released); its batches of views. */
+#define IPM_LAZY_MANY	14
+#define IPM_MANY_ZC	15
+#define IPM_MANY_VIEWS	16
 #define IPM_NPATHS	((int)(sizeof(ipm_paths) / sizeof(ipm_paths[0])))
 
 /* ---------- the lazy ring, as the article describes it ---------- */
@@ -209,6 +220,30 @@ __attribute__((noinline, used)) int lzb_ipm_recv_batch_views(struct lzchan *rx,
 	return r;
 }
 
+/* lazy-fair's receiver: ring *@at, then the next (one visit each). */
+__attribute__((noinline, used)) int lzb_ipm_lazy_fair(struct ipm_lazy *rings, uint32_t *at,
+						       void *buf, size_t cap)
+{
+	int r = ipm_lazy_recv(&rings[*at], buf, cap);
+
+	if (++*at == IPM_LANES)
+		*at = 0;
+	return r;
+}
+
+/* A view, its first word read in place, released. */
+__attribute__((noinline, used)) int lzb_ipm_peek_view(struct lzchan *rx, uint32_t *word)
+{
+	struct lzchan_msg m;
+	int r = lzchan_peek(rx, &m);
+
+	if (r)
+		return r;
+	*word = *(const uint32_t *)m.data;
+	lzchan_release(rx, &m);
+	return (int)m.len;
+}
+
 __attribute__((noinline, used)) int lzb_ipm_hop(struct lzchan *tx, struct lzchan *rx,
 						 const void *buf, void *out, size_t len)
 {
@@ -247,33 +282,37 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 {
 	char msg[64], out[IPM_BATCH][64], name[64];
 	struct iovec v[IPM_BATCH];
-	struct lzchan *rx = NULL, *tx = NULL, *many[IPM_LANES] = { NULL };
+	struct lzchan *rx = NULL, *tx = NULL, *txs[IPM_LANES] = { NULL };
 	struct ipm_lazy *lazy = NULL;
+	uint32_t at = 0, word = 0;
 	uint64_t done;
 	int k, j;
 
 	memset(msg, 'm', sizeof(msg));
 	for (k = 0; k < IPM_BATCH; k++)
 		v[k] = (struct iovec){ .iov_base = msg, .iov_len = len };
-	if (path == 6 || path == 7 || path == IPM_LAZY_EMPTY || path == IPM_LAZY_HOP) {
-		lazy = aligned_alloc(64, sizeof(*lazy));
+	if (path == 6 || path == 7 || path == IPM_LAZY_EMPTY || path == IPM_LAZY_HOP ||
+	    path == IPM_LAZY_MANY) {
+		lazy = aligned_alloc(64, IPM_LANES * sizeof(*lazy));
 		if (!lazy)
 			lzb_die("out of memory");
-		memset(lazy, 0, sizeof(*lazy));
+		memset(lazy, 0, IPM_LANES * sizeof(*lazy));
 	} else {
+		bool many = path == IPM_MANY || path == IPM_MANY_ZC || path == IPM_MANY_VIEWS;
+
 		lzb_chan_name(name, sizeof(name), "ipm");
 		rx = lzb_chan_rx(name, 64, path == IPM_HOP ? IPM_HOP_SLOTS : IPM_SLOTS,
-				 path == IPM_MANY ? IPM_LANES : 1);
+				 many ? IPM_LANES : 1);
 		tx = lzb_chan_tx(name);
 		/* One message through first: a lane is polled once it has
 		 * carried something (before that, its bell wakes it). */
 		ipm_fill(tx, msg, len, 1);
 		ipm_drain(rx, out[0], 1);
-		if (path == IPM_MANY) {
-			many[0] = tx;
+		if (many) {
+			txs[0] = tx;
 			for (k = 1; k < IPM_LANES; k++) {
-				many[k] = lzb_chan_tx(name);
-				ipm_fill(many[k], msg, len, 1);
+				txs[k] = lzb_chan_tx(name);
+				ipm_fill(txs[k], msg, len, 1);
 				ipm_drain(rx, out[0], 1);
 			}
 		}
@@ -339,10 +378,37 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 			break;
 		case IPM_MANY:
 			for (j = 0; j < IPM_LANES; j++)
-				ipm_fill(many[j], msg, len, IPM_ROUND / IPM_LANES);
+				ipm_fill(txs[j], msg, len, IPM_ROUND / IPM_LANES);
 			for (k = 0; k < IPM_ROUND; k++)
 				if (lzb_ipm_recv(rx, out[0], sizeof(out[0])) != (int)len)
 					lzb_die("ipm: recv from %d lanes failed", IPM_LANES);
+			break;
+		case IPM_MANY_ZC:
+			for (j = 0; j < IPM_LANES; j++)
+				ipm_fill(txs[j], msg, len, IPM_ROUND / IPM_LANES);
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_peek_view(rx, &word) != (int)len)
+					lzb_die("ipm: peek from %d lanes failed", IPM_LANES);
+			break;
+		case IPM_MANY_VIEWS:
+			for (j = 0; j < IPM_LANES; j++)
+				ipm_fill(txs[j], msg, len, IPM_ROUND / IPM_LANES);
+			for (k = 0; k < IPM_ROUND; k += j) {
+				struct lzchan_msg m[IPM_BATCH];
+
+				if ((j = lzb_ipm_recv_batch_views(rx, m, IPM_BATCH)) <= 0)
+					lzb_die("ipm: recv_batch from %d lanes failed", IPM_LANES);
+				out[0][0] = ((const char *)m[j - 1].data)[0];
+			}
+			break;
+		case IPM_LAZY_MANY:
+			for (j = 0; j < IPM_LANES; j++)
+				for (k = 0; k < IPM_ROUND / IPM_LANES; k++)
+					if (ipm_lazy_send(&lazy[j], msg, len))
+						lzb_die("ipm: lazy send failed");
+			for (k = 0; k < IPM_ROUND; k++)
+				if (lzb_ipm_lazy_fair(lazy, &at, out[0], sizeof(out[0])) != (int)len)
+					lzb_die("ipm: lazy-fair recv failed");
 			break;
 		case IPM_EMPTY:
 			for (k = 0; k < IPM_ROUND; k++)
@@ -367,8 +433,8 @@ static int ipm_inner(int path, uint64_t n, size_t len)
 		}
 	}
 	for (k = 1; k < IPM_LANES; k++)
-		if (many[k])
-			lzchan_close(many[k]);
+		if (txs[k])
+			lzchan_close(txs[k]);
 	if (rx) {
 		lzchan_close(tx);
 		lzchan_close(rx);
@@ -511,10 +577,11 @@ int lzb_cmd_ipm(int argc, char **argv)
 	t = lzb_table_new("ipm", "Instructions per message (callgrind; the same count every run)");
 	lzb_table_col(t, "path", "", 0);
 	lzb_table_col(t, "instructions", "per msg", 1);
-	lzb_table_col(t, "target", "per msg", 0);
-	lzb_table_col(t, "x lazy ring", "", 2);
+	lzb_table_col(t, "baseline", "", 0);
+	lzb_table_col(t, "x baseline", "", 2);
+	lzb_table_col(t, "target", "x baseline", 2);
 	{
-		double v[IPM_NPATHS], lazy;
+		double v[IPM_NPATHS];
 		long long a, b;
 
 		for (p = 0; p < IPM_NPATHS; p++) {
@@ -524,26 +591,27 @@ int lzb_cmd_ipm(int argc, char **argv)
 			v[p] = a < 0 || b < 0 ? -1 : (double)(b - a) / (double)n;
 		}
 		lzb_progress(NULL);
-		lazy = v[6] > 0 && v[7] > 0 ? v[6] + v[7] : -1;
 		for (p = 0; p < IPM_NPATHS; p++) {
+			int q = ipm_base[p];
+
 			lzb_table_row(t);
 			lzb_cell_str(t, ipm_paths[p]);
-			if (v[p] < 0) {
+			if (v[p] < 0)
+				lzb_cell_na(t);
+			else
+				lzb_cell_num(t, v[p]);
+			if (q < 0) {
+				lzb_cell_na(t);
 				lzb_cell_na(t);
 			} else {
-				lzb_cell_num(t, v[p]);
+				lzb_cell_str(t, ipm_paths[q]);
+				if (v[p] > 0 && v[q] > 0)
+					lzb_cell_num(t, v[p] / v[q]);
+				else
+					lzb_cell_na(t);
 			}
-			if (ipm_target[p])
-				lzb_cell_num(t, ipm_target[p]);
-			else
-				lzb_cell_na(t);
-			/* Against the lazy ring's side of the same kind. */
-			if (v[p] > 0 && p < 6 && lazy > 0)
-				lzb_cell_num(t, v[p] / (p == 1 || p == 3 || p == 5 ? v[7] : v[6]));
-			else if (p == IPM_EMPTY && v[p] > 0 && v[IPM_LAZY_EMPTY] > 0)
-				lzb_cell_num(t, v[p] / v[IPM_LAZY_EMPTY]);
-			else if (p == IPM_HOP && v[p] > 0 && v[IPM_LAZY_HOP] > 0)
-				lzb_cell_num(t, v[p] / v[IPM_LAZY_HOP]);
+			if (ipm_goal[p] > 0)
+				lzb_cell_num(t, ipm_goal[p]);
 			else
 				lzb_cell_na(t);
 		}
@@ -558,9 +626,15 @@ int lzb_cmd_ipm(int argc, char **argv)
 		       "views' reads them in place", IPM_BATCH);
 	lzb_table_note(t, "empty rows: per poll of an empty lane (what a receiver spins on "
 		       "between messages, as in a ping-pong)");
-	lzb_table_note(t, "'recv, %d lanes': %d senders, %d messages on each per round, "
-		       "received from any lane (turns between busy lanes included)",
-		       IPM_LANES, IPM_LANES, IPM_ROUND / IPM_LANES);
+	lzb_table_note(t, "'%d lanes' rows: %d senders, %d messages on each per round, "
+		       "received from any lane (turns between busy lanes included): copies, "
+		       "views read in place, batches of views; 'lazy-fair, %d rings' is the "
+		       "ring benchmark's lazy-fair receiver on the same stream (one message "
+		       "per ring visited, copied out)", IPM_LANES, IPM_LANES,
+		       IPM_ROUND / IPM_LANES, IPM_LANES);
+	lzb_table_note(t, "targets (x baseline, lower is better): send within 1.6x the lazy "
+		       "ring's; from %d lanes, copies within lazy-fair's, views within copies, "
+		       "batches of views within 0.75x lazy-fair's", IPM_LANES);
 	lzb_table_note(t, "hop rows: per hop of a ping-pong as one side sees it -- a send, a "
 		       "receive, two polls of the empty lane -- on a lane of %d slots (the "
 		       "ping-pong's); the lazy ring's on its own", IPM_HOP_SLOTS);
