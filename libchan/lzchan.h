@@ -397,6 +397,7 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
  * position + 1; its len is then read once and bounded (a pad, a longer
  * message and garbage are all over the bound, and go to the library).
  */
+#define __LZCHAN_TAKE_NONE	(-EAGAIN)	/* nothing ready at span_at */
 #define __LZCHAN_TAKE_SLOW	(-ENOTRECOVERABLE) /* the library's to look at */
 
 /* Was the span's count, counted down after the accesses, zeroed by the
@@ -415,21 +416,21 @@ static inline int __lzchan_span_spend(struct __lzchan_fast *f, uint32_t k)
 	return 0;
 }
 
-/* One message copied into @buf: its length, -EIO, or __LZCHAN_TAKE_SLOW
- * (no span, nothing ready, or a length the inline copy does not take). */
+/* One message copied into @buf: its length, -EIO, __LZCHAN_TAKE_NONE
+ * (nothing ready at span_at), or __LZCHAN_TAKE_SLOW (no span, or a length
+ * the inline copy does not take). */
 static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t cap,
 				     uint32_t *lane)
 {
 	const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)f->span_at;
 	struct __lzchan_rxlane *rl = f->cur;
-	uint32_t len;
+	uint32_t len, peek = rl->peek;
 
-	uint32_t peek = rl->peek;
-
-	if (__lzchan_unlikely(!f->span) ||
-	    /* Pairs with the sender's release store of seq. */
-	    __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+	if (__lzchan_unlikely(!f->span))
 		return __LZCHAN_TAKE_SLOW;
+	/* Pairs with the sender's release store of seq. */
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+		return __LZCHAN_TAKE_NONE;
 	/* Relaxed, read once (published by that seq): the sender may
 	 * change it, so only this copy is checked and used. */
 	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
@@ -465,16 +466,11 @@ static inline int __lzchan_span_empty(struct __lzchan_fast *f)
 {
 	struct __lzchan_rxlane *rl = f->cur;
 
-	/* span: a span_at inside the ring (a span taken whole may leave it
-	 * past the ring's end). */
-	if (__lzchan_likely(f->quiet) && f->span &&
+	/* Called after a take found nothing ready (so a span there). */
+	if (__lzchan_likely(f->quiet) &&
 	    /* Relaxed: only compared; the library loads them with acquire. */
 	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
-	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen &&
-	    /* Pairs with the sender's release store of seq: nothing ready
-	     * (relaxed would do for "not ready"; the take loads it again). */
-	    __atomic_load_n(&((const struct lzchan_slot_hdr *)f->span_at)->seq,
-			    __ATOMIC_RELAXED) != rl->peek + 1) {
+	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
 		f->quiet--;
 		if (rl->head != rl->published && rl->peek == rl->head) {
 			/* Pairs with the sender's acquire load of head: our
@@ -500,9 +496,10 @@ static inline void __lzchan_span_fill(struct lzchan_msg *v, const struct lzchan_
 	__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
 }
 
-/* Up to @n views from the span: how many (0: none, the library's to
- * look at), or -EIO.  Each checked as __lzchan_span_take() checks its
- * one, its len bounded by the slot's payload. */
+/* Up to @n views from the span: how many, -EIO, or, none taken,
+ * __LZCHAN_TAKE_NONE (nothing ready) or __LZCHAN_TAKE_SLOW (no span, or
+ * a length over the slot's payload).  Each checked as
+ * __lzchan_span_take() checks its one. */
 static inline int __lzchan_span_views(struct __lzchan_fast *f, struct lzchan_msg *m,
 				      unsigned int n)
 {
@@ -511,20 +508,24 @@ static inline int __lzchan_span_views(struct __lzchan_fast *f, struct lzchan_msg
 	uint32_t k, peek = rl->peek, most = f->span < n ? f->span : n;
 	uint32_t step = f->slot_size, lane = f->cur_lane, gen = rl->gen, max = f->rx_payload;
 
+	int none = __LZCHAN_TAKE_SLOW;
+
 	for (k = 0; k < most; k++, s += step) {
 		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
 		uint32_t len;
 
 		/* As in __lzchan_span_take(). */
-		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + k + 1)
+		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + k + 1) {
+			none = __LZCHAN_TAKE_NONE;
 			break;
+		}
 		len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 		if (__lzchan_unlikely(len > max))
 			break;
 		__lzchan_span_fill(&m[k], h, len, lane, peek + k + 1, gen);
 	}
 	if (__lzchan_unlikely(!k))
-		return 0;
+		return none;
 	if (__lzchan_span_spend(f, k))
 		return -EIO;
 	f->span_at = s;
@@ -893,9 +894,9 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 	if (__lzchan_likely(ch != 0)) {
 		int r = __lzchan_span_take((struct __lzchan_fast *)ch, buf, cap, lane);
 
-		if (__lzchan_likely(r != __LZCHAN_TAKE_SLOW))
+		if (__lzchan_likely(r >= 0) || r == -EIO)
 			return r;
-		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
 			return -EAGAIN;
 	}
 	return __lzchan_slow_recv(ch, buf, cap, lane);
@@ -906,9 +907,11 @@ static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	if (__lzchan_likely(ch && m)) {
 		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, 1);
 
-		if (__lzchan_likely(r))
-			return r > 0 ? 0 : r;
-		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+		if (__lzchan_likely(r > 0))
+			return 0;
+		if (r == -EIO)
+			return r;
+		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
 			return -EAGAIN;
 	}
 	return __lzchan_slow_peek(ch, m);
@@ -919,9 +922,9 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 	if (__lzchan_likely(ch && m && n)) {
 		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, n);
 
-		if (__lzchan_likely(r))
+		if (__lzchan_likely(r > 0) || r == -EIO)
 			return r;
-		if (__lzchan_span_empty((struct __lzchan_fast *)ch))
+		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
 			return -EAGAIN;
 	}
 	return __lzchan_slow_recv_batch(ch, m, n);

@@ -1971,7 +1971,9 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	/* No further than the ring's end (the span walks by address) and
 	 * the head's next publication (lazy: every publish_every slots, at
 	 * a settle), or the sender would wait for room the span holds. */
-	n = TURN_SLOTS - ch->f.turn_taken;
+	/* (A lane alone has the rest of the ring: nobody waits for its
+	 * turn to end.) */
+	n = ch->f.nactive > 1 ? TURN_SLOTS - ch->f.turn_taken : UINT32_MAX;
 	due = rl->head - rl->published;
 	due = due < ch->f.publish_every ? ch->f.publish_every - due : 1;
 	if (n > due)
@@ -2241,7 +2243,7 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	if (!m || !__lz_rx_idle(ch)) {
 		if (m && __lz_turn_grant(ch)) {
 			ret = __lzchan_span_views(&ch->f, m, 1);
-			if (ret)
+			if (ret > 0 || ret == -EIO)
 				return ret > 0 ? 0 : ret;
 			__lz_turn_settle(ch);	/* not a one-slot message: look */
 		}
@@ -2273,7 +2275,7 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	if (!__lz_rx_idle(ch)) {
 		if (__lz_turn_grant(ch)) {
 			ret = __lzchan_span_take(&ch->f, buf, cap, lane);
-			if (ret != __LZCHAN_TAKE_SLOW)
+			if (ret >= 0 || ret == -EIO)
 				return ret;
 			__lz_turn_settle(ch);	/* not for the inline copy: look */
 		}
@@ -2310,7 +2312,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 	}
 	if (m && __lz_turn_grant(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, n);
-		if (ret)
+		if (ret > 0 || ret == -EIO)
 			return ret;
 		__lz_turn_settle(ch);	/* not a one-slot message: look */
 	}
