@@ -303,11 +303,17 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 	uint64_t got = 0;
 	unsigned int spins = 0;
 	int r, k;
+	/* Loaded once, here: stores into expect[] may alias run, so the
+	 * compiler would load them again for every message. */
+	const uint32_t senders = (uint32_t)run->senders;
+	/* The first message in place, for the node its memory is on. */
+	enum ring_impl impl = run->node == -2 ? IMPL_LIBCHAN_ZC : run->impl;
+	const int batch = run->batch < 64 ? run->batch : 64;
 
 	while (got < total) {
 		const uint32_t *d;
 
-		switch (run->node == -2 ? IMPL_LIBCHAN_ZC : run->impl) {
+		switch (impl) {
 		case IMPL_LIBCHAN:
 			r = lzchan_recv(ch, buf, sizeof(buf), &lane);
 			if (r == -EAGAIN || r == -EPIPE) {	/* EPIPE: a sender finished */
@@ -317,7 +323,7 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 			if (r != (int)payload)
 				goto bad;
 			d = buf;
-			if (d[1] < 1 || d[1] > (uint32_t)run->senders || d[0] != (uint32_t)expect[d[1]])
+			if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
 				goto order;
 			expect[d[1]]++;
 			got++;
@@ -331,7 +337,7 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 			if (r || mb[0].len != payload)
 				goto bad;
 			d = mb[0].data;
-			if (run->node == -2) {
+			if (__lzchan_unlikely(run->node == -2)) {
 				struct lzchan_geom g;
 
 				run->node = lzb_mem_node(d);
@@ -342,15 +348,16 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 				if (run->node < 0 && !lzchan_geometry(ch, &g) &&
 				    g.backend == LZCHAN_BACKEND_DEV)
 					run->node = g.numa_node;
+				impl = run->impl;	/* then the row's own */
 			}
-			if (d[1] < 1 || d[1] > (uint32_t)run->senders || d[0] != (uint32_t)expect[d[1]])
+			if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
 				goto order;
 			expect[d[1]]++;
 			lzchan_release(ch, &mb[0]);
 			got++;
 			break;
 		default:	/* batch */
-			r = lzchan_recv_batch(ch, mb, run->batch < 64 ? run->batch : 64);
+			r = lzchan_recv_batch(ch, mb, (unsigned int)batch);
 			if (r == -EAGAIN || r == -EPIPE) {
 				lzb_spin(&spins);
 				continue;
@@ -361,8 +368,7 @@ static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t tot
 				d = mb[k].data;
 				if (mb[k].len != payload)
 					goto bad;
-				if (d[1] < 1 || d[1] > (uint32_t)run->senders ||
-				    d[0] != (uint32_t)expect[d[1]])
+				if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
 					goto order;
 				expect[d[1]]++;
 			}
