@@ -2233,12 +2233,37 @@ static inline bool __lz_rx_idle(struct lzchan *ch)
  * in full; a span is granted for the calls after (with inline "empty"
  * verdicts where they may be given).
  */
+/*
+ * Called with a span left (__lz_span_left()): the inline code refused
+ * what is ready there (a length it does not take: straight to the full
+ * look, __LZCHAN_TAKE_SLOW), or the program was built without it
+ * (LZCHAN_NO_INLINE) and all its calls come here first, to the inline
+ * code's own take and quick verdict.
+ */
+static inline bool __lz_span_left(const struct lzchan *ch)
+{
+	return ch->f.span != 0;
+}
+
 int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
 	int ret = -EAGAIN;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
+	if (m && __lz_span_left(ch)) {
+		ret = __lzchan_span_views(&ch->f, m, 1);
+		if (ret > 0 || ret == -EIO)
+			return ret > 0 ? 0 : ret;
+		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
+			return -EAGAIN;
+		if (ret == __LZCHAN_TAKE_SLOW) {
+			__lz_turn_settle(ch);
+			ret = __lz_peek(ch, m);
+			__lz_turn_grant(ch);
+			return ret;
+		}
+	}
 	__lz_turn_settle(ch);
 	if (!m || !__lz_rx_idle(ch)) {
 		if (m && __lz_turn_grant(ch)) {
@@ -2271,6 +2296,19 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
+	if (__lz_span_left(ch)) {
+		ret = __lzchan_span_take(&ch->f, buf, cap, lane);
+		if (ret >= 0 || ret == -EIO)
+			return ret;
+		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
+			return -EAGAIN;
+		if (ret == __LZCHAN_TAKE_SLOW) {
+			__lz_turn_settle(ch);
+			ret = __lz_recv(ch, buf, cap, lane);
+			__lz_turn_grant(ch);
+			return ret;
+		}
+	}
 	__lz_turn_settle(ch);
 	if (!__lz_rx_idle(ch)) {
 		if (__lz_turn_grant(ch)) {
@@ -2305,12 +2343,19 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 		return -EINVAL;
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
+	if (m && __lz_span_left(ch)) {
+		ret = __lzchan_span_views(&ch->f, m, n);
+		if (ret > 0 || ret == -EIO)
+			return ret;
+		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
+			return -EAGAIN;
+	}
 	__lz_turn_settle(ch);
-	if (m && __lz_rx_idle(ch)) {
+	if (ret != __LZCHAN_TAKE_SLOW && m && __lz_rx_idle(ch)) {
 		__lz_turn_grant(ch);
 		return -EAGAIN;
 	}
-	if (m && __lz_turn_grant(ch)) {
+	if (ret != __LZCHAN_TAKE_SLOW && m && __lz_turn_grant(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, n);
 		if (ret > 0 || ret == -EIO)
 			return ret;
