@@ -460,7 +460,9 @@ static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t 
  * cut mapping whose status reads 0, a lane nobody polls that got a
  * message: each ends it).  Other news waits at most quiet polls, as the
  * library's own quick verdicts let it.  Like those, a receiver that has
- * caught up publishes its head, so the sender sees all the room.
+ * caught up publishes its head, so the sender sees all the room, and one
+ * holding views publishes what it gave back when that is due (the inline
+ * release only moves the head).
  */
 static inline int __lzchan_span_empty(struct __lzchan_fast *f)
 {
@@ -472,7 +474,10 @@ static inline int __lzchan_span_empty(struct __lzchan_fast *f)
 	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
 	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
 		f->quiet--;
-		if (rl->head != rl->published && rl->peek == rl->head) {
+		/* Caught up, or views given back since the last one, due
+		 * for publication. */
+		if (rl->head != rl->published &&
+		    (rl->peek == rl->head || rl->head - rl->published >= f->publish_every)) {
 			/* Pairs with the sender's acquire load of head: our
 			 * reads of the released slots are done. */
 			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
@@ -933,8 +938,9 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 /* A view of the lane whose turn it is; the library for any other (and
  * for anything odd: no handle, no view).  cur is never NULL: a handle
  * whose turn is nobody's (a sender's too) points it at a lane of its own
- * that no view can release anything of.  The head is published by the
- * library, at the end of the turn. */
+ * that no view can release anything of.  The head is published, when
+ * due, by the next receiving call: the library's settle, or a quick
+ * "empty" (__lzchan_span_empty()). */
 static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;

@@ -1377,8 +1377,12 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	int r;
 
 	__lz_rx_pad_behind(ch, rl);
-	if (rl->peek != rl->head)
-		return -EAGAIN;		/* views outstanding: no verdict yet */
+	if (rl->peek != rl->head) {
+		/* Views outstanding: no verdict yet; what was released is
+		 * published when due. */
+		__lz_rx_publish(ch, rl, false);
+		return -EAGAIN;
+	}
 	/* Caught up: let the sender see all the room (lazy flow control
 	 * publishes only every publish_every slots while busy). */
 	__lz_rx_publish(ch, rl, true);
@@ -1914,13 +1918,14 @@ static void __lz_turn_settle(struct lzchan *ch)
 		return;
 	ch->f.cur = &ch->no_turn;
 	ch->f.cur_lane = LZCHAN_LANE_NONE;
+	/* Lazy publication, when due, of what the span took and of views
+	 * the inline release gave back (it only moves the head): their
+	 * reads of the slots are done (see __lz_rx_publish()). */
+	__lz_rx_publish(ch, rl, false);
 	used = rl->peek - ch->turn_peek;
 	if (!used)
 		return;
 	rl->idle = 0;
-	/* Lazy publication: the inline receives' reads of the slots are
-	 * done (see __lz_rx_publish()). */
-	__lz_rx_publish(ch, rl, false);
 	if (ch->f.rr < ch->f.nactive && &ch->f.lanes[ch->f.active[ch->f.rr]] == rl)
 		__lz_turn_count(ch, ch->f.rr, used);
 }
@@ -1982,6 +1987,11 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	if (n > due)
 		n = due;
 	(void)__lz_rx_view_gen(rl);	/* the views' generation */
+	/* The loads above may have met a cut (the handler zeroed a span of
+	 * 0): no span over the replacement.  The signal fence keeps this
+	 * load after them. */
+	if (__lzchan_cut(&ch->f))
+		return false;
 	ch->f.cur = rl;
 	ch->f.cur_lane = i;
 	ch->f.span_at = (const char *)__lzchan_slot(ch, rl->slots, rl->peek);
@@ -2034,9 +2044,9 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 		if (__lz_load(&rl->info->status) != rl->seen_status)
 			return false;
 		/* Caught up: let the sender see all the room, as the full
-		 * look's __lz_rx_empty() does. */
-		if (rl->peek == rl->head)
-			__lz_rx_publish(ch, rl, true);
+		 * look's __lz_rx_empty() does; views outstanding: what was
+		 * released, when due. */
+		__lz_rx_publish(ch, rl, rl->peek == rl->head);
 	}
 	for (w = 0; w < ch->bell_words; w++)
 		/* Relaxed: a hint, as in __lz_rx_bell(). */

@@ -194,11 +194,12 @@ int __lzchan_sock_listen(struct lzchan *ch)
  * watch, for a look at the locks now and then while it sleeps. */
 void __lzchan_sock_armed(struct lzchan *ch)
 {
-	struct itimerspec its = { 0 };
+	struct itimerspec its = { 0 }, now;
 	uint64_t since = __lzchan_now_ns() - ch->swept_ns;
 
 	if (ch->hupfd < 0)
 		return;
+
 	if (ch->sweep_again)
 		its.it_value.tv_nsec = since < HUP_RETRY_NS ? HUP_RETRY_NS - since : 1;
 	else if (ch->closefd < 0)
@@ -206,6 +207,12 @@ void __lzchan_sock_armed(struct lzchan *ch)
 	else
 		return;
 	ch->sweep_again = true;
+	/* A look the timer already owes sooner (a hang-up's, every
+	 * HUP_RETRY_NS) is not put off: it does this one too. */
+	if (timerfd_gettime(ch->hupfd, &now) == 0 &&
+	    (now.it_value.tv_sec || now.it_value.tv_nsec) && !now.it_value.tv_sec &&
+	    now.it_value.tv_nsec <= its.it_value.tv_nsec)
+		return;
 	timerfd_settime(ch->hupfd, 0, &its, NULL);
 }
 

@@ -329,6 +329,12 @@ int lzchan_arm(struct lzchan *ch)
 		return -EOPNOTSUPP;
 	if (ch->f.armed)
 		return 0;
+	/* The inline receives go to the library from now on, armed or not:
+	 * what the looks below find (an arm refused with -EAGAIN) is not
+	 * hidden behind inline "empty" verdicts, and the next receive
+	 * settles and grants afresh. */
+	__lzchan_rx_quiet_revoke(ch);
+	ch->f.span = 0;
 	if (ch->backend == LZCHAN_BACKEND_SHM) {
 		/* New senders' hellos in, old wake bytes out; then "armed",
 		 * published by the release store of parked that follows. */
@@ -349,9 +355,6 @@ int lzchan_arm(struct lzchan *ch)
 		return r;
 	}
 	ch->f.armed = true;
-	/* The inline receives: the library disarms first. */
-	__lzchan_rx_quiet_revoke(ch);
-	ch->f.span = 0;
 	return 0;
 }
 

@@ -607,6 +607,48 @@ TEST(peek_release)
 }
 
 /*
+ * A zero-copy receiver that holds views, gives most of them back and
+ * polls on (a worker releasing when it is done) frees their room for the
+ * sender: the inline release only moves the head, and the polls publish
+ * it when due.  (A review found the sender refused for ever once the
+ * ring had filled: nothing published a head short of the peek.)
+ */
+TEST(views_given_back_while_polling_free_room)
+{
+	struct lzchan_msg m[80], extra;
+	int style, got, r, k;
+	struct pair p;
+
+	for (style = 0; style < 2; style++) {
+		ASSERT_EQ(0, pair_open(&p, "giveback", lz_opts(64, 64, 1)));
+		for (k = 0; !(r = lzchan_send(p.tx, "v", 1)); k++)
+			;
+		ASSERT_EQ(-EAGAIN, r);
+		ASSERT_EQ(64, k);
+		/* Every message as a view: batches, or one at a time. */
+		for (got = 0, k = 0; k < 200 && got < 64; k++) {
+			r = style ? lzchan_peek(p.rx, &m[got]) : lzchan_recv_batch(p.rx, m + got, 16);
+			if (r == -EAGAIN)
+				continue;
+			ASSERT_LE(0, r);
+			got += style ? 1 : r;
+		}
+		ASSERT_EQ(64, got);
+		for (k = 0; k < 10; k++)
+			ASSERT_EQ(-EAGAIN, style ? lzchan_peek(p.rx, &extra) :
+					   lzchan_recv_batch(p.rx, &extra, 1));
+		/* All but the newest given back; the worker keeps polling. */
+		lzchan_release(p.rx, &m[62]);
+		for (k = 0; k < 100; k++)
+			ASSERT_EQ(-EAGAIN, style ? lzchan_peek(p.rx, &extra) :
+					   lzchan_recv_batch(p.rx, &extra, 1));
+		EXPECT_EQ(0, lzchan_send(p.tx, "w", 1)) TH_LOG("style %d: no room after "
+							       "63 views were given back", style);
+		pair_close(&p);
+	}
+}
+
+/*
  * A receiver whose span ran out on an empty poll -- as a ping-pong on a
  * small lane runs it out once a quarter ring -- goes to the library, which
  * grants again and may then give the quick "empty" itself.  News still
