@@ -278,12 +278,13 @@ struct __lzchan_fast {			/* the start of every struct lzchan */
 	struct lzchan_shm_rx *rx;
 	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
 	/* receiver: the turn (Documentation/libchan/design.rst, "The
-	 * receive").  span: slots at cur's peek that the library's scan saw
-	 * ready (their seq), not yet taken -- what the inline receives may
-	 * take without the library; 0 for a sender, while armed, with no
-	 * active lane; zeroed by the library's SIGBUS handler on a cut
-	 * (shm).  span_at: the first of them, cur's peek's slot; the span
-	 * never runs past the ring's end, so the next is slot_size on. */
+	 * receive").  span: how many messages the inline receives may
+	 * still take from cur without the library (the rest of its turn,
+	 * to the ring's end and the head's next publication); 0 for a
+	 * sender, while armed, with no active lane; zeroed by the
+	 * library's SIGBUS handler on a cut (shm).  span_at: cur's peek's
+	 * slot; the span never runs past the ring's end, so the next is
+	 * slot_size on. */
 	uint32_t span;
 	uint32_t rx_max;		/* longest payload the inline receive copies */
 	const char *span_at;

@@ -2261,7 +2261,9 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (m && __lz_span_left(ch)) {
+	if (!m)
+		return -EINVAL;		/* nowhere to put the view */
+	if (__lz_span_left(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, 1);
 		if (ret > 0 || ret == -EIO)
 			return ret > 0 ? 0 : ret;
@@ -2275,8 +2277,8 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 		}
 	}
 	__lz_turn_settle(ch);
-	if (!m || !__lz_rx_idle(ch)) {
-		if (m && __lz_turn_grant(ch)) {
+	if (!__lz_rx_idle(ch)) {
+		if (__lz_turn_grant(ch)) {
 			ret = __lzchan_span_views(&ch->f, m, 1);
 			if (ret > 0 || ret == -EIO)
 				return ret > 0 ? 0 : ret;
@@ -2294,6 +2296,8 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
+	if (!m)
+		return -EINVAL;
 	__lz_turn_settle(ch);
 	ret = __lz_peek_lane(ch, lane, m);
 	__lz_turn_grant(ch);
@@ -2353,7 +2357,9 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 		return -EINVAL;
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (m && __lz_span_left(ch)) {
+	if (!m)
+		return -EINVAL;		/* nowhere to put the views */
+	if (__lz_span_left(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, n);
 		if (ret > 0 || ret == -EIO)
 			return ret;
@@ -2361,11 +2367,11 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 			return -EAGAIN;
 	}
 	__lz_turn_settle(ch);
-	if (ret != __LZCHAN_TAKE_SLOW && m && __lz_rx_idle(ch)) {
+	if (ret != __LZCHAN_TAKE_SLOW && __lz_rx_idle(ch)) {
 		__lz_turn_grant(ch);
 		return -EAGAIN;
 	}
-	if (ret != __LZCHAN_TAKE_SLOW && m && __lz_turn_grant(ch)) {
+	if (ret != __LZCHAN_TAKE_SLOW && __lz_turn_grant(ch)) {
 		ret = __lzchan_span_views(&ch->f, m, n);
 		if (ret > 0 || ret == -EIO)
 			return ret;

@@ -404,6 +404,11 @@ TEST(batch_send_and_recv)
 	}
 	EXPECT_EQ(-EAGAIN, lzchan_recv_batch(p.rx, m, 64));
 	EXPECT_EQ(-EINVAL, lzchan_recv_batch(p.rx, m, 0));
+	/* No view to fill: an error, not a crash (with a message waiting). */
+	ASSERT_EQ(0, lzchan_send(p.tx, "n", 1));
+	EXPECT_EQ(-EINVAL, lzchan_recv_batch(p.rx, NULL, 4));
+	EXPECT_EQ(-EINVAL, lzchan_peek(p.rx, NULL));
+	EXPECT_EQ(-EINVAL, lzchan_peek_lane(p.rx, 0, NULL));
 	pair_close(&p);
 }
 
