@@ -299,6 +299,24 @@ static bool __lz_rx_stalled(struct lzchan *ch, uint32_t i, uint32_t pos)
 	return now - w->stall_ns >= STALL_NS;
 }
 
+/* When a look owes a stalled lane its verdict (__lz_rx_stalled()): the
+ * earliest such time after @now, or UINT64_MAX.  A parked receiver sleeps
+ * no longer (lzchan_recv_wait()); a watch left from long ago is past, and
+ * never shortens a sleep. */
+uint64_t __lzchan_rx_verdict_due(const struct lzchan *ch, uint64_t now)
+{
+	uint64_t due = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < ch->f.max_senders; i++) {
+		uint64_t at = ch->watch[i].stall_ns + STALL_NS;
+
+		if (ch->watch[i].stall_ns && at > now && at < due)
+			due = at;
+	}
+	return due;
+}
+
 /* Make the lane's counts exact (the inline send leaves them to the
  * library, which its gate calls at least every LZCHAN_STAT_EVERY positions).
  * Relaxed: statistics, nobody orders on them. */
@@ -1835,23 +1853,30 @@ static int __lz_rx_check(struct lzchan *ch)
 		return -EBADF;
 	if (__lzchan_unlikely(__lzchan_guard_lost(ch->guard)))
 		return -EIO;	/* shm: the file was cut short under us */
-	if (__lzchan_unlikely(ch->f.armed)) {
-		uint64_t cnt;
-
-		/* Disarm: the receiver is polling again. */
-		ch->f.armed = false;
-		if (ch->backend == LZCHAN_BACKEND_SHM)
-			/* Relaxed: published by the release store of parked. */
-			__lz_store(&ch->f.rx->armed, 0);
-		ch->parked++;
-		/* Release: see __lz_set_parked(). */
-		__lz_store_rel(&ch->f.rx->parked, ch->parked);
-		if (ch->backend == LZCHAN_BACKEND_SHM)
-			__lzchan_sock_service(ch);	/* drain the wake bytes */
-		else if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
-			(void)0;	/* EAGAIN: nothing to drain */
-	}
+	if (__lzchan_unlikely(ch->f.armed))
+		__lzchan_rx_disarm(ch, true);	/* the receiver is polling again */
 	return 0;
+}
+
+/* Disarm (after lzchan_arm()): unpark, and drain the event fd if @drain
+ * (else the next lzchan_arm() does). */
+void __lzchan_rx_disarm(struct lzchan *ch, bool drain)
+{
+	uint64_t cnt;
+
+	ch->f.armed = false;
+	if (ch->backend == LZCHAN_BACKEND_SHM)
+		/* Relaxed: published by the release store of parked. */
+		__lz_store(&ch->f.rx->armed, 0);
+	ch->parked++;
+	/* Release: see __lz_set_parked(). */
+	__lz_store_rel(&ch->f.rx->parked, ch->parked);
+	if (!drain)
+		return;
+	if (ch->backend == LZCHAN_BACKEND_SHM)
+		__lzchan_sock_service(ch);	/* drain the wake bytes */
+	else if (ch->evfd >= 0 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+		(void)0;	/* EAGAIN: nothing to drain */
 }
 
 

@@ -34,11 +34,13 @@
  * bound the damage where the platform delays one.  Seen on a paravirtual
  * host: after membarrier IPIs, a futex waiter that FUTEX_WAKE reported
  * woken ran only at its CPU's next timer (reproduced without lzchan: see
- * Documentation/libchan/design.rst).  20 (shm) or 1 (dev) extra wakeups a
- * second cost a parked receiver next to nothing.
+ * Documentation/libchan/design.rst).  One extra wakeup a second, with no
+ * spin after it, costs a parked receiver next to nothing.
  */
-#define SHM_MAX_SLEEP_NS	50000000ULL	/* also: look for dead peers */
-#define DEV_MAX_SLEEP_NS	1000000000ULL
+#define MAX_SLEEP_NS		10000000000ULL
+/* shm without a doorbell socket: nothing tells a sleeping receiver that a
+ * sender died, so it looks at the locks this often. */
+#define SHM_BLIND_SLEEP_NS	50000000ULL
 
 uint64_t __lzchan_now_ns(void)
 {
@@ -170,27 +172,113 @@ static int __lz_prepare_park(struct lzchan *ch)
 	return degraded ? 1 : 0;
 }
 
-/* Sleep until woken or @ns pass; -EINTR if a signal handler ran. */
+/* Sleep until woken or @ns pass: 1 woken (or the futex word moved), 0 the
+ * time passed, -EINTR a signal handler ran. */
 static int __lz_sleep(struct lzchan *ch, uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = ns / 1000000000ULL, .tv_nsec = ns % 1000000000ULL };
 	int r;
 
-	if (ch->backend == LZCHAN_BACKEND_DEV) {
+	if (ch->backend == LZCHAN_BACKEND_DEV || ch->f.armed) {
+		/* The module's eventfd, or (shm, armed) the epoll set of the
+		 * doorbell socket: a sender's byte, a departure, lzchan_wake(),
+		 * a look the hang-up timer owes.  shm: the next arm drains it
+		 * (__lzchan_sock_service()). */
 		struct pollfd p = { .fd = ch->evfd, .events = POLLIN };
 		uint64_t cnt;
 
 		r = ppoll(&p, 1, &ts, NULL);
-		if (r == 1 && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
+		if (r == 1 && !ch->f.armed && read(ch->evfd, &cnt, sizeof(cnt)) < 0)
 			(void)0;	/* drained by someone: fine */
+		if (r >= 0)
+			return r;
 	} else {
 		/* Returns at once if a sender woke us since wake_seen was
 		 * read, else at its wake or the timeout. */
 		r = (int)syscall(SYS_futex, ch->wake_word, FUTEX_WAIT, ch->wake_seen, &ts, NULL, 0);
+		if (r == 0 || errno == EAGAIN)
+			return 1;
+		if (errno == ETIMEDOUT)
+			return 0;
 	}
-	return r < 0 && errno == EINTR ? -EINTR : 0;
+	return errno == EINTR ? -EINTR : 1;
 }
 
+/*
+ * Sleep parked until woken or @deadline (or a stalled lane's verdict is
+ * due: the receive that follows gives it).  Where every departure wakes the
+ * sleep too (the module; shm armed), a sleep that times out stays parked:
+ * a sender that published after the park's barrier saw this episode and
+ * woke it, so one look at the lanes (for a wake the platform delayed)
+ * does, with no new barrier.  Elsewhere (shm without the doorbell socket:
+ * nobody tells of a death; or without membarrier) each sleep is bounded
+ * by @cap and ends the episode.  0, or -EINTR.
+ */
+static int __lz_sleep_parked(struct lzchan *ch, uint64_t deadline, uint64_t cap, bool stay)
+{
+	uint64_t now = __lzchan_now_ns(), due;
+	int r;
+
+	/* A stalled lane's verdict is owed by then: the receive gives it. */
+	due = __lzchan_rx_verdict_due(ch, now);
+	if (due < deadline)
+		deadline = due;
+	for (;;) {
+		uint64_t ns = deadline > now ? deadline - now : 0;
+
+		if (ns > cap)
+			ns = cap;
+		/* After the wake_word sample and the store of parked (and
+		 * armed): a request stored after this test is followed by a
+		 * wake (the futex, or wakefd in the epoll set) that ends the
+		 * sleep. */
+		r = __lzchan_woken(ch) ? -EINTR : __lz_sleep(ch, ns);
+		if (r != 0 || !stay)
+			break;
+		now = __lzchan_now_ns();
+		if (now >= deadline || __lzchan_rx_pending(ch))
+			break;
+	}
+	/* The receive after a sleep looks in full (a verdict, an end),
+	 * never just at the lane whose turn it was. */
+	ch->look_due = true;
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Park until a sender wakes us or @deadline.  shm with a doorbell socket
+ * parks armed, on the event fd, so that a sender's departure wakes it too
+ * (its hang-up, or inotify's report of its close).  0 (woken, timed out or
+ * refused: receive again), or -EINTR.
+ */
+static int __lz_park(struct lzchan *ch, uint64_t deadline)
+{
+	uint64_t cap = MAX_SLEEP_NS;
+	int r;
+
+	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock >= 0) {
+		r = lzchan_arm(ch);
+		if (r == -EAGAIN)
+			return 0;	/* something came: receive it */
+		if (r == 0) {
+			r = __lz_sleep_parked(ch, deadline, cap, true);
+			__lzchan_rx_disarm(ch, false);	/* the next arm drains */
+			return r;
+		}
+		/* -ENOSYS: without membarrier a sender may miss "parked";
+		 * the futex with bounded sleeps below is safe. */
+	}
+	r = __lz_prepare_park(ch);
+	if (r < 0)
+		return 0;
+	if (r == 1)
+		cap = DEGRADED_SLEEP_NS;
+	else if (ch->backend == LZCHAN_BACKEND_SHM)
+		cap = SHM_BLIND_SLEEP_NS;
+	r = __lz_sleep_parked(ch, deadline, cap, r == 0 && ch->backend == LZCHAN_BACKEND_DEV);
+	__lz_set_parked(ch, false);
+	return r;
+}
 
 /*
  * Make a thread blocked in lzchan_recv_wait() or lzchan_send_wait() on @ch
@@ -234,6 +322,7 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		     int64_t timeout_ns)
 {
 	uint64_t now = __lzchan_now_ns(), deadline, spin_end;
+	bool slept = false;
 	int r, i;
 
 	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
@@ -241,7 +330,10 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		r = lzchan_recv(ch, buf, cap, lane);
 		if (r != -EAGAIN)
 			return r;
-		spin_end = now + ch->spin_ns;
+		/* Spin once, before the first sleep: a wake that brought
+		 * nothing (a bound, a stranger's byte) parks again at once,
+		 * so an idle receiver costs one wakeup a second at most. */
+		spin_end = slept ? now : now + ch->spin_ns;
 		while (now < spin_end && now < deadline) {
 			for (i = 0; i < 64; i++) {
 				r = lzchan_recv(ch, buf, cap, lane);
@@ -255,25 +347,10 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 		}
 		if (now >= deadline)
 			return -ETIMEDOUT;
-
-		r = __lz_prepare_park(ch);
-		if (r >= 0) {
-			uint64_t ns = deadline - now;
-
-			if (r == 1 && ns > DEGRADED_SLEEP_NS)
-				ns = DEGRADED_SLEEP_NS;
-			if (ch->backend == LZCHAN_BACKEND_SHM && ns > SHM_MAX_SLEEP_NS)
-				ns = SHM_MAX_SLEEP_NS;
-			if (ch->backend == LZCHAN_BACKEND_DEV && ns > DEV_MAX_SLEEP_NS)
-				ns = DEV_MAX_SLEEP_NS;
-			/* After the wake_word sample in __lz_prepare_park():
-			 * a request stored after this test is followed by a
-			 * wake that ends the sleep. */
-			r = __lzchan_woken(ch) ? -EINTR : __lz_sleep(ch, ns);
-			__lz_set_parked(ch, false);
-			if (r == -EINTR)
-				return r;
-		}
+		r = __lz_park(ch, deadline);
+		if (r == -EINTR)
+			return r;
+		slept = true;
 		now = __lzchan_now_ns();
 	}
 }

@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1430,6 +1432,76 @@ TEST(recv_wait_timeout_and_wakeup)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	pair_close(&p);
+}
+
+/*
+ * A parked receiver sleeps until a message, a sender's departure or its
+ * own deadline, and nothing else: it does not wake now and then to look
+ * for dead senders (on shm it slept 50 ms at a time: 30 wakeups in
+ * 1.5 s), and a sender that dies while it sleeps still ends its wait at
+ * once -- one that attached before the receiver and never sent, so never
+ * connected to the shm doorbell socket.  Round 2 on shm: every inotify
+ * instance taken, the death still heard (by a look every 100 ms).
+ */
+TEST(parked_receiver_wakes_only_for_news)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 2);
+	const char *name = lz_name("idle");
+	int ready[2], go[2], round, r, hog[4096], nhog = 0;
+	struct rusage ru0, ru1;
+	struct lzchan *rx;
+	uint32_t lane = 99;
+	char buf[16], b;
+	pid_t pid;
+	long woke;
+
+	for (round = 0; round < 2; round++) {
+		if (round)
+			while (nhog < 4096 && (hog[nhog] = inotify_init1(IN_CLOEXEC)) >= 0)
+				nhog++;
+		ASSERT_EQ(1, lzchan_create(name, &o, LZCHAN_EXCL));
+		ASSERT_EQ(0, pipe(ready));
+		ASSERT_EQ(0, pipe(go));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct lzchan *tx;
+
+			/* Attached before the receiver; never sends. */
+			if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL) ||
+			    write(ready[1], "s", 1) != 1 || read(go[0], &b, 1) != 1)
+				_exit(1);
+			usleep(200000);	/* the receiver parks meanwhile */
+			raise(SIGKILL);
+			_exit(1);
+		}
+		ASSERT_EQ(1, read(ready[0], &b, 1));
+		ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER, NULL));
+		if (!round) {
+			/* Idle for 1.5 s: a sleep is a voluntary switch. */
+			ASSERT_EQ(0, getrusage(RUSAGE_THREAD, &ru0));
+			EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 1500000000LL));
+			ASSERT_EQ(0, getrusage(RUSAGE_THREAD, &ru1));
+			woke = ru1.ru_nvcsw - ru0.ru_nvcsw;
+			EXPECT_GE(4, woke) TH_LOG("an idle receiver woke %ld times in 1.5 s", woke);
+		}
+		/* The sender dies while we sleep: its end comes, long before
+		 * the deadline (5 s) and the 10 s look. */
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 5000000000LL);
+		EXPECT_EQ(-EPIPE, r) TH_LOG("round %d: the death did not end the wait", round);
+		EXPECT_EQ(0, lane);
+		EXPECT_EQ(LZCHAN_END_LOST, lzchan_end_cause(rx, 0));
+		ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+		close(ready[0]);
+		close(ready[1]);
+		close(go[0]);
+		close(go[1]);
+		lzchan_close(rx);
+		lzchan_unlink(name);
+	}
+	while (nhog)
+		close(hog[--nhog]);
 }
 
 struct blocked {
