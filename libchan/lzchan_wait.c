@@ -108,8 +108,13 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 			/* It waits on its event fd: an armed receiver
 			 * listens, so connect now if need be. */
 			ch->sock_tried_ns = 0;
-			if (__lzchan_sock_ring(ch) == 0)
+			if (__lzchan_sock_ring(ch) == 0) {
+				/* Counted as the futex's wakes are (lzchan_stat()'s
+				 * wakeups); relaxed: the armed receiver sleeps on
+				 * its fd, not on this word. */
+				__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_RELAXED);
 				return;
+			}
 			/* Not reached: this episode is not woken, the next
 			 * send tries again (the futex wake below reaches a
 			 * receiver that disarmed meanwhile). */
