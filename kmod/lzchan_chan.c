@@ -405,6 +405,8 @@ static void lzchan_chan_free_pages(struct lzchan_chan *chan)
 {
 	unsigned long i;
 
+	if (chan->kbell)
+		vunmap(chan->kbell);
 	if (chan->krx)
 		vunmap(chan->krx);
 	if (chan->kinfo)
@@ -424,7 +426,7 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 {
 	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL |
 		    __GFP_NOWARN;
-	unsigned long i, info_pages, rx_pages;
+	unsigned long i, info_pages, rx_pages, bell_pages;
 	struct lzchan_shm_hdr *hdr;
 
 	if (chan->create_flags & LZCHAN_CREATE_NODE_STRICT)
@@ -449,9 +451,12 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 
 	info_pages = chan->layout.info_size >> PAGE_SHIFT;
 	rx_pages = chan->layout.rx_size >> PAGE_SHIFT;
+	bell_pages = chan->layout.bell_size >> PAGE_SHIFT;
 	chan->kinfo = vmap(chan->pages, info_pages, VM_MAP, PAGE_KERNEL);
 	chan->krx = vmap(chan->pages + info_pages, rx_pages, VM_MAP, PAGE_KERNEL);
-	if (!chan->kinfo || !chan->krx)
+	chan->kbell = vmap(chan->pages + info_pages + rx_pages, bell_pages, VM_MAP,
+			   PAGE_KERNEL);
+	if (!chan->kinfo || !chan->krx || !chan->kbell)
 		return -ENOMEM;
 
 	hdr = lzchan_shm_hdr(chan);
@@ -1165,6 +1170,31 @@ int lzchan_chan_wake(struct lzchan_file *f)
 	}
 	spin_unlock(&chan->evlock);
 	return ret;
+}
+
+/*
+ * Ring the bell for the caller's lane: the receiver stopped polling it
+ * (its sleepy word is odd) and finds it again by the bit that moved.  The
+ * bell is mapped read-only to everyone, so a co-sender can neither ring
+ * nor undo another lane's bit; a sender that rings its own twice only
+ * delays its own lane.
+ */
+int lzchan_chan_ring(struct lzchan_file *f)
+{
+	struct lzchan_chan *chan = lzchan_file_chan(f);
+	u32 lane;
+
+	if (!chan)
+		return -EBADFD;
+	if (f->role != LZCHAN_OPEN_SENDER)
+		return -EPERM;
+	lane = f->lane;		/* < max_senders: set at the bind, never changed */
+	/* Fully ordered: the caller's stores of its messages (before the
+	 * system call, in program order) are seen before the bit.  Pairs
+	 * with libchan's acquire load of the bell word (__lz_rx_bell_words())
+	 * before it loads the lane's slots. */
+	atomic64_fetch_xor(BIT_ULL(lane % 64), (atomic64_t *)&chan->kbell[lane / 64]);
+	return 0;
 }
 
 /* ---- peers ---- */

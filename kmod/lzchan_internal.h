@@ -79,12 +79,14 @@ struct lzchan_chan {
 	kgid_t gid, cgid;
 	umode_t mode;
 
-	/* memory: npages pages; info and rx areas also mapped in the kernel */
+	/* memory: npages pages; info, rx and bell areas also mapped in the
+	 * kernel */
 	struct page **pages;
 	unsigned long npages;
 	struct lzchan_layout layout;
 	void *kinfo;			/* vmap of the info area */
 	void *krx;			/* vmap of the rx area */
+	u64 *kbell;			/* vmap of the bell area */
 
 	/* attachments, under lock */
 	bool rx_attached;
@@ -145,6 +147,7 @@ void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st);
 int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd);
 int lzchan_chan_wake(struct lzchan_file *f);
 int lzchan_chan_bye(struct lzchan_file *f);
+int lzchan_chan_ring(struct lzchan_file *f);
 int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p);
 void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f);
 void lzchan_chan_unlink_ns(struct lzchan_ns *ns);	/* under lzchan_lock */

@@ -168,6 +168,11 @@ static int lzchan_ioc_bye(struct lzchan_file *f, void *arg)
 	return lzchan_chan_bye(f);
 }
 
+static int lzchan_ioc_ring(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_ring(f);
+}
+
 static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
 {
 	return lzchan_chan_peer(f, arg);
@@ -234,6 +239,7 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 	LZCHAN_IOCTL_OP(LZCHAN_IOC_USAGE, lzchan_ioc_usage,
 			struct lzchan_usage, reserved),
 	[_IOC_NR(LZCHAN_IOC_BYE)] = { .execute = lzchan_ioc_bye },
+	[_IOC_NR(LZCHAN_IOC_RING)] = { .execute = lzchan_ioc_ring },
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,

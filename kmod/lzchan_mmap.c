@@ -87,7 +87,7 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 	} else if (lzchan_range_in(off, len, l->rx_off, l->rx_size)) {
 		writable = rx;
 	} else if (lzchan_range_in(off, len, l->bell_off, l->bell_size)) {
-		writable = !rx;
+		writable = false;	/* the kernel rings it (LZCHAN_IOC_RING) */
 	} else if (off >= l->lanes_off) {
 		lane = div64_u64(off - l->lanes_off, l->lane_stride);
 		if (lane >= chan->max_senders ||

@@ -233,6 +233,7 @@ int __lzchan_sock_ring(struct lzchan *ch);
 void __lzchan_rx_init_lanes(struct lzchan *ch);
 void __lzchan_rx_quiet_revoke(struct lzchan *ch);
 void __lzchan_rx_disarm(struct lzchan *ch, bool drain);
+void __lzchan_ring(struct lzchan *ch);
 uint64_t __lzchan_rx_verdict_due(const struct lzchan *ch, uint64_t now);
 void __lzchan_rx_publish_all(struct lzchan *ch);
 bool __lzchan_rx_pending(struct lzchan *ch);

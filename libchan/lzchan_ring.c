@@ -525,10 +525,9 @@ static void __lz_tx_attn(struct lzchan *ch)
 	 * sleepy before its release store of attn). */
 	sleepy = __lz_load(&ch->f.my_rxl->sleepy);
 	if ((sleepy & 1) && sleepy != ch->f.rung_sleepy) {
-		/* Toggle our bit: the receiver cannot write the bell, so it
-		 * compares against its copy.  Locked, but once per episode. */
-		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
-				   __ATOMIC_SEQ_CST);
+		/* Ring: toggle our bit (the receiver cannot write the bell,
+		 * so it compares against its copy).  Once per episode. */
+		__lzchan_ring(ch);
 		ch->f.rung_sleepy = sleepy;
 	}
 	/* Relaxed: ordered after attn by its acquire. */

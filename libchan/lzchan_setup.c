@@ -185,8 +185,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		info = __lzchan_map(ch, l->info_off, l->info_size, PROT_READ);
 		rxa = __lzchan_map(ch, l->rx_off, l->rx_size,
 				   rx ? PROT_READ | PROT_WRITE : PROT_READ);
-		bell = __lzchan_map(ch, l->bell_off, l->bell_size,
-				    rx ? PROT_READ : PROT_READ | PROT_WRITE);
+		/* The module rings it for us (LZCHAN_IOC_RING). */
+		bell = __lzchan_map(ch, l->bell_off, l->bell_size, PROT_READ);
 		if (!info || !rxa || !bell)
 			return -errno;
 	}

@@ -129,6 +129,22 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 	}
 }
 
+/*
+ * Ring the bell: toggle our lane's bit, for a receiver that stopped
+ * polling the lane.  dev: the module toggles it (LZCHAN_IOC_RING: only it
+ * writes the bell, so no co-sender can ring or undo ours), with a fully
+ * ordered atomic after our stores; shm: a locked RMW here.  Either pairs
+ * with the receiver's acquire load of the bell word (__lz_rx_bell_words()).
+ */
+void __lzchan_ring(struct lzchan *ch)
+{
+	if (ch->backend == LZCHAN_BACKEND_DEV)
+		(void)ioctl(ch->fd, LZCHAN_IOC_RING);	/* fails only unbound */
+	else
+		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
+				   __ATOMIC_SEQ_CST);
+}
+
 static void __lz_set_parked(struct lzchan *ch, bool parked)
 {
 	if ((ch->parked & 1) == parked)

@@ -37,9 +37,15 @@ static uint32_t rnd(void)
 	return rng;
 }
 
+/* The module's fd of the hostile sender: it rings its own lane's bell
+ * bit (LZCHAN_IOC_RING), the one bell write it has. */
+static int hostile_fd = -1;
+
 /*
  * Map what a sender of @name may write, the way a client without libchan
- * would: the lane and the bell.  Returns the lane base (tx line), or NULL.
+ * would: its lane (the module's bell is read-only to everyone: *bell is
+ * NULL, and the sender rings through hostile_fd).  Returns the lane base
+ * (tx line), or NULL.
  */
 static char *hostile_map(const char *name, struct lzchan_layout *l, uint64_t **bell,
 			 uint32_t *lane, volatile uint32_t **head)
@@ -55,7 +61,8 @@ static char *hostile_map(const char *name, struct lzchan_layout *l, uint64_t **b
 			return NULL;
 		*l = in.layout;
 		*lane = o.lane;
-		*bell = mmap(NULL, l->bell_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, l->bell_off);
+		*bell = NULL;
+		hostile_fd = fd;
 		p = mmap(NULL, l->rx_size, PROT_READ, MAP_SHARED, fd, l->rx_off);
 		if (p == MAP_FAILED)
 			return NULL;
@@ -63,7 +70,7 @@ static char *hostile_map(const char *name, struct lzchan_layout *l, uint64_t **b
 		*head = (volatile uint32_t *)(p + l->rx_lanes + o.lane * LZCHAN_CTRL_STRIDE);
 		p = mmap(NULL, l->lane_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 			 l->lanes_off + o.lane * l->lane_stride);
-		return p == MAP_FAILED || *bell == MAP_FAILED ? NULL : p;
+		return p == MAP_FAILED ? NULL : p;
 	}
 	return NULL;
 }
@@ -124,9 +131,11 @@ static void scribble(char *lane, const struct lzchan_layout *l, uint64_t *bell,
 			h->len = rnd() % (slot_count * slot_size);
 			__atomic_store_n(&h->seq, pos + 1, __ATOMIC_RELEASE);
 			break;
-		case 4:		/* the bell */
+		case 4:		/* the bell (dev: our own bit, by the module) */
 			if (bell)
 				bell[0] ^= (uint64_t)rnd() << 32 | rnd();
+			else if (hostile_fd >= 0)
+				(void)ioctl(hostile_fd, LZCHAN_IOC_RING);
 			break;
 		case 5:		/* the statistics line */
 			memset(lane, rnd(), 128);

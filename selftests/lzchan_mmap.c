@@ -126,10 +126,12 @@ TEST_F(chan, role_protections)
 	ASSERT_NE(NULL, p);
 	munmap(p, l->rx_size);
 
-	/* bell: senders write, the receiver reads. */
+	/* bell: only the kernel writes it (LZCHAN_IOC_RING); both read. */
 	EXPECT_EQ(NULL, lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	p = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	p = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ);
 	ASSERT_NE(NULL, p);
 	munmap(p, l->bell_size);
 
@@ -191,13 +193,15 @@ static void store_target(void *arg)
 TEST_F(chan, forbidden_writes_fault)
 {
 	const struct lzchan_layout *l = &self->l;
-	void *info, *rx_ro, *lane_ro, *bell_ro;
+	void *info, *rx_ro, *lane_ro, *bell_ro, *tx_bell;
 
 	LZ_NEED_DEV();
 	info = lz_map(self->tx, l->info_off, l->info_size, PROT_READ);
 	rx_ro = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
 	lane_ro = lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ);
 	bell_ro = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
+	tx_bell = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ);
+	ASSERT_NE(NULL, tx_bell);
 	ASSERT_NE(NULL, info);
 	ASSERT_NE(NULL, rx_ro);
 	ASSERT_NE(NULL, lane_ro);
@@ -211,6 +215,8 @@ TEST_F(chan, forbidden_writes_fault)
 	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
 	fault_target = bell_ro;
 	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+	fault_target = tx_bell;		/* a sender writing the bell itself */
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
 
 	/* mprotect cannot upgrade any of them, nor make them executable. */
 	EXPECT_EQ(-1, mprotect(info, l->info_size, PROT_READ | PROT_WRITE));
@@ -221,8 +227,46 @@ TEST_F(chan, forbidden_writes_fault)
 	EXPECT_EQ(EACCES, errno);
 	EXPECT_EQ(-1, mprotect(bell_ro, l->bell_size, PROT_READ | PROT_EXEC));
 	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, mprotect(tx_bell, l->bell_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
 	/* Growing a mapping is refused too. */
 	EXPECT_EQ(MAP_FAILED, mremap(info, l->info_size, l->info_size * 2, MREMAP_MAYMOVE));
+}
+
+/*
+ * The bell is the kernel's: LZCHAN_IOC_RING toggles the caller's lane bit
+ * and nothing else, so a co-sender can neither ring nor undo another
+ * lane's; only a sender's fd rings.
+ */
+TEST_F(chan, ring_toggles_only_the_callers_bit)
+{
+	const struct lzchan_layout *l = &self->l;
+	uint64_t before[2], *bell;
+	uint32_t lane = ~0U;
+	int tx2, i;
+
+	LZ_NEED_DEV();
+	bell = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
+	ASSERT_NE(NULL, bell);
+	tx2 = lz_open(self->name, LZCHAN_OPEN_SENDER, &lane);
+	ASSERT_LE(0, tx2);
+	ASSERT_GT(64U, lane);		/* LZ_GEOM_DEFAULT: both in word 0 */
+	ASSERT_NE(0U, lane);		/* self->tx holds lane 0 */
+	for (i = 0; i < 2; i++)
+		before[i] = bell[i];
+	ASSERT_EQ(0, lz_ioctl(tx2, LZCHAN_IOC_RING, NULL));
+	EXPECT_EQ(before[0] ^ (1ULL << lane), bell[0]);
+	EXPECT_EQ(before[1], bell[1]);
+	ASSERT_EQ(0, lz_ioctl(self->tx, LZCHAN_IOC_RING, NULL));
+	EXPECT_EQ(before[0] ^ (1ULL << lane) ^ 1ULL, bell[0]);
+	/* Twice: back where it was (the receiver compares with its copy). */
+	ASSERT_EQ(0, lz_ioctl(tx2, LZCHAN_IOC_RING, NULL));
+	ASSERT_EQ(0, lz_ioctl(self->tx, LZCHAN_IOC_RING, NULL));
+	EXPECT_EQ(before[0], bell[0]);
+	EXPECT_EQ(-EPERM, lz_ioctl(self->rx, LZCHAN_IOC_RING, NULL));
+	EXPECT_EQ(before[0], bell[0]);
+	close(tx2);
+	munmap(bell, l->bell_size);
 }
 
 /* What one role writes, the other sees: it is one memory. */

@@ -238,7 +238,7 @@ static int areas(const struct lzchan_layout *l, int rx, int tx, struct area *a)
 	a[n++] = (struct area){ "receiver: lane 0", rx, l->lanes_off, l->lane_size, PROT_READ };
 	a[n++] = (struct area){ "sender: info", tx, l->info_off, l->info_size, PROT_READ };
 	a[n++] = (struct area){ "sender: rx", tx, l->rx_off, l->rx_size, PROT_READ };
-	a[n++] = (struct area){ "sender: bell", tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE };
+	a[n++] = (struct area){ "sender: bell", tx, l->bell_off, l->bell_size, PROT_READ };
 	a[n++] = (struct area){ "sender: own lane", tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE };
 	return n;
 }

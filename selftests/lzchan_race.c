@@ -1089,7 +1089,7 @@ static void priv_mmap(struct tstate *t)
 		off = l->rx_off, len = l->rx_size, may_w = rx;
 		break;
 	case 2:
-		off = l->bell_off, len = l->bell_size, may_w = !rx;
+		off = l->bell_off, len = l->bell_size, may_w = false;	/* the kernel's (LZCHAN_IOC_RING) */
 		break;
 	default:
 		lane = below(e->ms);

@@ -29,8 +29,11 @@
  * 2: lzchan_shm_rx_lane.attn (the one receiver-written word a sender loads
  * per send), which every party must keep: LZCHAN_IOC_OPEN takes the
  * caller's abi_version and refuses any other (EPROTO).
+ * 3: the bell area is the kernel's: every party maps it read-only, and a
+ * sender rings its own lane's bit with LZCHAN_IOC_RING, so no sender can
+ * ring or undo another lane's.
  */
-#define LZCHAN_ABI_VERSION	2
+#define LZCHAN_ABI_VERSION	3
 
 #define LZCHAN_IOC_MAGIC	0xC1
 
@@ -216,7 +219,7 @@ struct lzchan_chan_stat {
  *   area    receiver   sender of lane i
  *   info    read       read            written by the kernel only
  *   rx      read/write read            the receiver's control lines
- *   bell    read       read/write      the senders' doorbell words
+ *   bell    read       read            the doorbell words (LZCHAN_IOC_RING)
  *   lane j  read       read/write if j == i, else not mappable
  */
 struct lzchan_layout {
@@ -378,6 +381,7 @@ struct lzchan_usage {
 #define LZCHAN_IOC_PLACEMENT	_IO(LZCHAN_IOC_MAGIC, 0x09)
 #define LZCHAN_IOC_USAGE	_IO(LZCHAN_IOC_MAGIC, 0x0a)
 #define LZCHAN_IOC_BYE		_IO(LZCHAN_IOC_MAGIC, 0x0b)
+#define LZCHAN_IOC_RING		_IO(LZCHAN_IOC_MAGIC, 0x0c)
 
 /*
  * LZCHAN_IOC_BYE (bound fd, no argument): the caller is about to close it
@@ -385,6 +389,11 @@ struct lzchan_usage {
  * rx_bye (receiver) or its lane's bye (sender), before the GONE or CLOSED
  * status: a peer tells a clean close from a crash (or an exit without
  * closing), which is what peer_deaths then counts.  EBADFD: unbound.
+ *
+ * LZCHAN_IOC_RING (sender fd, no argument): toggle the caller's lane bit
+ * in the bell area (a fully ordered atomic: the caller's earlier stores
+ * are seen before it).  Only the kernel writes the bell, and only this
+ * lane's bit for this fd.  EPERM: a receiver's fd; EBADFD: unbound.
  */
 
 /* ------------------------------------------------------------------ */
@@ -475,7 +484,10 @@ struct lzchan_shm_rx_lane {
 };					/* 128 bytes, one per lane */
 
 /*
- * bell area: bit i of word i/64 is toggled by lane i's sender; the last 64
+ * bell area: bit i of word i/64 is toggled for lane i's sender, by the
+ * kernel (LZCHAN_IOC_RING, sender fd, no argument: 0, or EPERM for a
+ * receiver's fd, EBADFD for an unbound one; since ABI 3) or, on libchan's
+ * shared-memory backend, by the sender itself; the last 64
  * bytes (at bell_size - LZCHAN_BELL_WAKE_BACK) hold a counter that senders
  * increment before a futex wake (libchan's shared-memory backend), so that
  * a wake between the receiver's last look and its futex wait is not lost.
