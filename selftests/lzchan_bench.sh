@@ -74,6 +74,22 @@ if [ -s "$tmp/ipm.csv" ]; then
 	fi
 fi
 
+# ring's instruction column: counted where valgrind is installed (--instr,
+# as without --quick), else n/a with the reason.
+"$tool" ring --quick --instr -n 2 -i lazy-fair,libchan -M threads --no-progress --csv >"$out" 2>"$err"
+rc=$?
+if [ $rc != 0 ]; then
+	notok "ring --instr (status $rc)"
+elif ! command -v valgrind >/dev/null 2>&1; then
+	grep -q 'rx instr/msg n/a: valgrind is not installed' "$out" &&
+		ok "ring --instr without valgrind: n/a and why" || notok "ring --instr without valgrind: n/a and why"
+elif grep -q '^ring,lazy-fair,threads,2,[0-9.]*,[0-9]' "$out" &&
+     grep -q '^ring,libchan,threads,2,[0-9.]*,[0-9]' "$out"; then
+	ok "ring --instr counts each receive loop"
+else
+	notok "ring --instr counts each receive loop"
+fi
+
 # msgrate's -o is the page's machine-readable switch: CSV.
 if "$tool" msgrate --help >/dev/null 2>&1; then
 	"$tool" msgrate --quick -o >"$out" 2>"$err"

@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <numaif.h>
 #include <papi.h>
@@ -950,4 +951,70 @@ void lzb_progress(const char *fmt, ...)
 	va_end(ap);
 	progress_open = true;
 	fflush(stderr);
+}
+
+/*
+ * Run this program with @args (a subcommand and its arguments) under
+ * valgrind's callgrind, collecting only inside the functions @toggles
+ * names (and what they call): the instructions counted, or -1 (why in
+ * @err).  The same count every run, on any machine.
+ */
+long long lzb_callgrind(const char *const *toggles, const char *const *args, char *err,
+			size_t errlen)
+{
+	char out[64], line[256], self[4096], file[96], toggle[8][96];
+	const char *argv[32];
+	long long total = -1;
+	int status, fd, n = 0, k;
+	ssize_t len;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "/tmp/lzb-cg.%d.out", getpid());
+	snprintf(file, sizeof(file), "--callgrind-out-file=%s", out);
+	/* Ourselves, by path: valgrind's own /proc/self/exe is valgrind. */
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0 || (size_t)len >= sizeof(self) - 1)
+		lzb_die("cannot find this program (/proc/self/exe)");
+	self[len] = 0;
+	argv[n++] = "valgrind";
+	argv[n++] = "--tool=callgrind";
+	argv[n++] = file;
+	for (k = 0; toggles[k] && k < 8; k++) {
+		snprintf(toggle[k], sizeof(toggle[k]), "--toggle-collect=%s", toggles[k]);
+		argv[n++] = toggle[k];
+	}
+	argv[n++] = self;
+	for (k = 0; args[k] && n < 31; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid < 0)
+		lzb_die("fork: %s", strerror(errno));
+	if (!pid) {
+		fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp("valgrind", (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		snprintf(err, errlen, WIFEXITED(status) && WEXITSTATUS(status) == 127 ?
+			 "valgrind is not installed (apt-get install valgrind)" :
+			 "the run under valgrind failed (status %#x)", status);
+		unlink(out);
+		return -1;
+	}
+	f = fopen(out, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "totals:", 7) || (total < 0 && !strncmp(line, "summary:", 8)))
+			total = strtoll(line + (line[0] == 't' ? 7 : 8), NULL, 10);
+	if (f)
+		fclose(f);
+	unlink(out);
+	if (total < 0)
+		snprintf(err, errlen, "no total in callgrind's output");
+	return total;
 }

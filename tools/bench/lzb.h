@@ -65,6 +65,10 @@ void __attribute__((noreturn, format(printf, 2, 3)))
 lzb_usage_error(const char *cmd, const char *fmt, ...);
 /* Exit 1 with "lzchan-bench: MSG". */
 void __attribute__((noreturn, format(printf, 1, 2))) lzb_die(const char *fmt, ...);
+/* This program with @args under callgrind, collecting in @toggles: the
+ * instructions counted, or -1 (why in @err).  Both NULL-terminated. */
+long long lzb_callgrind(const char *const *toggles, const char *const *args, char *err,
+			size_t errlen);
 /* Parse a count with an optional k/m/g (x1000) or K/M/G/KiB/MiB (x1024). */
 bool lzb_parse_size(const char *s, uint64_t *out);
 /* Parse "0,64,4K" (sizes as lzb_parse_size, each <= limit): fills up to

@@ -448,56 +448,14 @@ static int ipm_inner(int path, uint64_t n, size_t len)
  * collected, or -1 (why in @err). */
 static long long ipm_count(int path, uint64_t n, size_t len, char *err, size_t errlen)
 {
-	char out[64], arg_n[32], arg_len[16], arg_path[8], toggle[80], line[256], self[4096];
-	long long total = -1;
-	int status, fd;
-	ssize_t k;
-	pid_t pid;
-	FILE *f;
+	char arg_n[32], arg_len[16], arg_path[8];
+	const char *const toggles[] = { ipm_fns[path], NULL };
+	const char *const args[] = { "ipm", "--inner", arg_path, arg_n, arg_len, NULL };
 
-	snprintf(out, sizeof(out), "/tmp/lzb-ipm.%d.out", getpid());
 	snprintf(arg_n, sizeof(arg_n), "%llu", (unsigned long long)n);
 	snprintf(arg_len, sizeof(arg_len), "%zu", len);
 	snprintf(arg_path, sizeof(arg_path), "%d", path);
-	snprintf(toggle, sizeof(toggle), "--toggle-collect=%s", ipm_fns[path]);
-	/* Ourselves, by path: valgrind's own /proc/self/exe is valgrind. */
-	k = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (k <= 0 || (size_t)k >= sizeof(self) - 1)
-		lzb_die("ipm: cannot find this program (/proc/self/exe)");
-	self[k] = 0;
-	pid = fork();
-	if (pid < 0)
-		lzb_die("fork: %s", strerror(errno));
-	if (!pid) {
-		char file[96];
-
-		snprintf(file, sizeof(file), "--callgrind-out-file=%s", out);
-		fd = open("/dev/null", O_WRONLY);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execlp("valgrind", "valgrind", "--tool=callgrind", toggle, file,
-		       self, "ipm", "--inner", arg_path, arg_n, arg_len, (char *)NULL);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
-		snprintf(err, errlen, WIFEXITED(status) && WEXITSTATUS(status) == 127 ?
-			 "valgrind is not installed (apt-get install valgrind)" :
-			 "the run under valgrind failed (status %#x)", status);
-		unlink(out);
-		return -1;
-	}
-	f = fopen(out, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "totals:", 7) || (total < 0 && !strncmp(line, "summary:", 8)))
-			total = strtoll(line + (line[0] == 't' ? 7 : 8), NULL, 10);
-	if (f)
-		fclose(f);
-	unlink(out);
-	if (total < 0)
-		snprintf(err, errlen, "no total in callgrind's output");
-	return total;
+	return lzb_callgrind(toggles, args, err, errlen);
 }
 
 static void ipm_help(FILE *to)

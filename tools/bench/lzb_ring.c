@@ -25,6 +25,13 @@
  *
  * Every receiver checks that each sender's messages arrive exactly once and
  * in order (a counter in the payload), so --quick doubles as a test.
+ *
+ * Instructions per message: each row's receive loop (ring_rx_rings(),
+ * ring_rx_libchan()) counted by callgrind, in `ring --inner IMPL N M`:
+ * N sender threads each fill their ring (or lane) with M messages before
+ * the receiver starts, and close only after it drained them all, so the
+ * count is the loop's work per message with every lane busy, no empty
+ * polls and no ends -- the same on every run and every machine.
  */
 #include <errno.h>
 #include <math.h>
@@ -70,7 +77,8 @@ struct ring_run {
 	uint64_t per_sender;
 	uint32_t slots, size, batch;
 	char name[64];
-	struct lzb_barrier created, start;
+	struct lzb_barrier created, start, drained;
+	bool prefill;			/* --inner: senders fill, then the receiver */
 	struct ring *rings;		/* baselines: one per sender */
 	/* results */
 	uint64_t rx_ticks, rx_msgs;
@@ -202,7 +210,8 @@ static int ring_sender(struct ring_run *run, int i)
 			memset(bufs, 0, (size_t)run->batch * 64);
 		}
 	}
-	lzb_barrier_wait(&run->start);
+	if (!run->prefill)
+		lzb_barrier_wait(&run->start);
 	lzb_ctr_start(&ctr);
 	t0 = lzb_rdtsc();
 	switch (run->impl) {
@@ -282,6 +291,12 @@ static int ring_sender(struct ring_run *run, int i)
 	lzb_ctr_stop(&ctr);
 	w->misses = ctr.misses;
 	w->sent = n;
+	if (run->prefill) {
+		/* Filled: the receiver drains, then we close (no ends in
+		 * the count). */
+		lzb_barrier_wait(&run->start);
+		lzb_barrier_wait(&run->drained);
+	}
 	if (r) {
 		w->err = -r;
 		fprintf(stderr, "lzchan-bench: sender %d: %s\n", i, strerror(-r));
@@ -293,8 +308,9 @@ static int ring_sender(struct ring_run *run, int i)
 	return r ? 1 : 0;
 }
 
-/* libchan receive loop; returns 0 or 1 (and says why in run->why). */
-static int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t total,
+/* libchan receive loop; returns 0 or 1 (and says why in run->why).  Not
+ * inlined: callgrind counts it by name (--inner). */
+static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t total,
 			   uint64_t *expect)
 {
 	uint32_t payload = run->size - sizeof(struct lzchan_slot_hdr);
@@ -388,32 +404,27 @@ order:
 	return 1;
 }
 
-static int ring_receiver(struct ring_run *run)
+/* The baselines' receive loop (as ring_rx_libchan()); returns 0 or 1. */
+static __attribute__((noinline)) int ring_rx_rings(struct ring_run *run, uint64_t total,
+						   uint64_t *expect, uint32_t *rp)
 {
-	uint64_t total = (uint64_t)run->senders * run->per_sender, got = 0, t0;
-	uint64_t expect[RING_MAX_SENDERS + 1] = { 0 };
-	uint32_t rp[RING_MAX_SENDERS] = { 0 }, val;
-	struct lzchan *ch = NULL;
-	struct lzb_ctr ctr;
+	/* Loaded once, here (as in ring_rx_libchan()): stores into expect[]
+	 * and rp[] may alias run. */
+	const int senders = run->senders;
+	struct ring *const rings = run->rings;
 	unsigned int spins = 0;
+	uint64_t got = 0;
+	uint32_t val;
 	int i = 0, r, ret = 0;
 
-	if (run->impl >= IMPL_LIBCHAN)
-		ch = lzb_chan_rx(run->name, run->size, run->slots, (uint32_t)run->senders);
-	lzb_barrier_wait(&run->created);
-	lzb_barrier_wait(&run->start);
-	lzb_ctr_start(&ctr);
-	t0 = lzb_rdtsc();
-	if (ch) {
-		ret = ring_rx_libchan(run, ch, total, expect);
-	} else if (run->impl == IMPL_LAZY_FAIR) {
+	if (run->impl == IMPL_LAZY_FAIR) {
 		uint32_t buf[16];
 
 		while (got < total) {
-			if (ring_poll_lazy_copy(&run->rings[i], rp[i], buf)) {
+			if (ring_poll_lazy_copy(&rings[i], rp[i], buf)) {
 				/* libchan's copy row's checks: the sender the
 				 * payload names, its counter. */
-				if (buf[1] < 1 || buf[1] > (uint32_t)run->senders ||
+				if (buf[1] < 1 || buf[1] > (uint32_t)senders ||
 				    buf[0] != (uint32_t)expect[buf[1]]) {
 					snprintf(run->why, sizeof(run->why),
 						 "ring %d: message %u of sender %u out of order", i,
@@ -427,7 +438,7 @@ static int ring_receiver(struct ring_run *run)
 			} else {
 				lzb_spin(&spins);
 			}
-			if (++i == run->senders)
+			if (++i == senders)
 				i = 0;
 		}
 		run->rx_msgs = got;
@@ -435,7 +446,7 @@ static int ring_receiver(struct ring_run *run)
 		bool classic = run->impl == IMPL_CLASSIC;
 
 		while (got < total) {
-			struct ring *ring = &run->rings[i];
+			struct ring *ring = &rings[i];
 
 			r = classic ? ring_poll_classic(ring, rp[i], &val)
 				    : ring_poll_lazy(ring, rp[i], &val);
@@ -455,11 +466,33 @@ static int ring_receiver(struct ring_run *run)
 			} else {
 				lzb_spin(&spins);
 			}
-			if (++i == run->senders)
+			if (++i == senders)
 				i = 0;
 		}
 		run->rx_msgs = got;
 	}
+	return ret;
+}
+
+static int ring_receiver(struct ring_run *run)
+{
+	uint64_t total = (uint64_t)run->senders * run->per_sender, t0;
+	uint64_t expect[RING_MAX_SENDERS + 1] = { 0 };
+	uint32_t rp[RING_MAX_SENDERS] = { 0 };
+	struct lzchan *ch = NULL;
+	struct lzb_ctr ctr;
+	int ret = 0;
+
+	if (run->impl >= IMPL_LIBCHAN)
+		ch = lzb_chan_rx(run->name, run->size, run->slots, (uint32_t)run->senders);
+	lzb_barrier_wait(&run->created);
+	lzb_barrier_wait(&run->start);
+	lzb_ctr_start(&ctr);
+	t0 = lzb_rdtsc();
+	if (ch)
+		ret = ring_rx_libchan(run, ch, total, expect);
+	else
+		ret = ring_rx_rings(run, total, expect, rp);
 	run->rx_ticks = lzb_rdtsc() - t0;
 	lzb_ctr_stop(&ctr);
 	run->rx_misses = ctr.misses;
@@ -467,6 +500,8 @@ static int ring_receiver(struct ring_run *run)
 		lzchan_unlink(run->name);
 		lzchan_close(ch);
 	}
+	if (run->prefill)
+		lzb_barrier_wait(&run->drained);
 	if (ret)
 		run->rx_err = 1;
 	return ret;
@@ -489,7 +524,8 @@ struct ring_result {
 
 /* One measurement.  Returns 0 or 1 (the reason printed). */
 static int ring_measure(struct ring_result *res, enum ring_impl impl, int senders, bool procs,
-			uint64_t per_sender, uint32_t slots, uint32_t size, uint32_t batch)
+			uint64_t per_sender, uint32_t slots, uint32_t size, uint32_t batch,
+			bool prefill)
 {
 	size_t ring_bytes = (size_t)slots * sizeof(struct ring_msg);
 	size_t len = sizeof(struct ring_run) + (size_t)senders * sizeof(struct ring) +
@@ -507,9 +543,11 @@ static int ring_measure(struct ring_result *res, enum ring_impl impl, int sender
 	run->size = size;
 	run->batch = batch;
 	run->node = -2;
+	run->prefill = prefill;
 	lzb_chan_name(run->name, sizeof(run->name), "ring");
 	lzb_barrier_init(&run->created, (uint32_t)senders + 1);
 	lzb_barrier_init(&run->start, (uint32_t)senders + 1);
+	lzb_barrier_init(&run->drained, (uint32_t)senders + 1);
 	if (impl < IMPL_LIBCHAN) {
 		run->rings = (struct ring *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 		p = (char *)(run->rings + senders);
@@ -552,7 +590,7 @@ static int ring_measure(struct ring_result *res, enum ring_impl impl, int sender
 }
 
 static void ring_row(struct lzb_table *t, enum ring_impl impl, bool procs, int senders,
-		     const struct ring_result *r)
+		     const struct ring_result *r, double instr)
 {
 	lzb_table_row(t);
 	lzb_cell_str(t, impl_names[impl]);
@@ -563,6 +601,10 @@ static void ring_row(struct lzb_table *t, enum ring_impl impl, bool procs, int s
 		return;
 	}
 	lzb_cell_num(t, r->cycles);
+	if (isnan(instr))
+		lzb_cell_na(t);
+	else
+		lzb_cell_num(t, instr);
 	lzb_cell_num(t, r->rx_misses);
 	lzb_cell_num(t, r->tx_misses);
 	lzb_cell_num(t, r->mps);
@@ -571,6 +613,55 @@ static void ring_row(struct lzb_table *t, enum ring_impl impl, bool procs, int s
 		lzb_cell_num(t, r->node);
 	else
 		lzb_cell_na(t);
+}
+
+/* Messages per sender in a counted run: half a ring, so no sender waits. */
+#define RING_COUNT_MSGS	500
+
+/* `ring --inner IMPL SENDERS MSGS`: one prefilled run (threads) for
+ * callgrind to count; exit status 0 if every message came in order. */
+static int ring_inner(int argc, char **argv)
+{
+	struct ring_result r;
+	uint64_t senders, msgs;
+	int i;
+
+	if (argc != 3)
+		lzb_usage_error("ring", "--inner wants IMPL SENDERS MSGS");
+	for (i = 0; i < IMPL_COUNT; i++)
+		if (!strcmp(argv[0], impl_names[i]))
+			break;
+	if (i == IMPL_COUNT || !lzb_parse_size(argv[1], &senders) || !senders ||
+	    senders > RING_MAX_SENDERS || !lzb_parse_size(argv[2], &msgs) || !msgs || msgs > 512)
+		lzb_usage_error("ring", "--inner: IMPL SENDERS (1..%d) MSGS (1..512)", RING_MAX_SENDERS);
+	memset(&r, 0, sizeof(r));
+	return ring_measure(&r, i, (int)senders, false, msgs, 1024, 64, 16, true) ? 1 : 0;
+}
+
+/* Instructions per message of @impl's receive loop with @senders senders,
+ * counted by callgrind; NAN (why in @err) if they cannot be. */
+static double ring_count(enum ring_impl impl, int senders, char *err, size_t errlen)
+{
+	const char *const toggles[] = { "ring_rx_rings", "ring_rx_libchan", NULL };
+	char arg_n[16], arg_m[16];
+	const char *const args[] = { "ring", "--inner", impl_names[impl], arg_n, arg_m, NULL };
+	long long ir;
+
+	long long half;
+
+	/* Two runs, of M/2 and M messages per sender: the difference is
+	 * the loop's, without what a run costs once (the first calls, the
+	 * hellos, the lazy binding of library symbols). */
+	snprintf(arg_n, sizeof(arg_n), "%d", senders);
+	snprintf(arg_m, sizeof(arg_m), "%d", RING_COUNT_MSGS / 2);
+	half = lzb_callgrind(toggles, args, err, errlen);
+	if (half < 0)
+		return NAN;
+	snprintf(arg_m, sizeof(arg_m), "%d", RING_COUNT_MSGS);
+	ir = lzb_callgrind(toggles, args, err, errlen);
+	if (ir < 0)
+		return NAN;
+	return (double)(ir - half) / ((double)senders * (RING_COUNT_MSGS - RING_COUNT_MSGS / 2));
 }
 
 static void ring_help(FILE *to)
@@ -592,6 +683,9 @@ static void ring_help(FILE *to)
 		"  -B, --batch N       libchan-batch: messages per call (default 16)\n"
 		"  -M, --mode M        threads, procs or both (default both)\n"
 		"  -t, --trials N      interleaved trials, best kept (default 5)\n"
+		"      --instr         count each receive loop's instructions per message\n"
+		"                      with callgrind (the default, except with --quick)\n"
+		"      --no-instr      do not\n"
 		"  -i, --impl LIST     which rings, comma-separated (default all):\n"
 		"                      ");
 	for (i = 0; i < IMPL_COUNT; i++)
@@ -610,11 +704,17 @@ int lzb_cmd_ring(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'M' },
 		{ "impl", required_argument, NULL, 'i' },
 		{ "trials", required_argument, NULL, 't' },
+		{ "instr", no_argument, NULL, 'I' },
+		{ "no-instr", no_argument, NULL, 'N' },
+		{ "inner", no_argument, NULL, 'Z' },
 		LZB_COMMON_OPTS, { 0 }
 	};
+	int instr = -1;		/* -1: the default */
 	int senders[16] = { 1, 2, 4, 8, 16 }, nsenders = 5, c, i, j, m, fails = 0;
 	uint64_t per_sender = 1000000, size = 64, slots = 1024, batch = 16, trials = 5;
 	bool impl_on[IMPL_COUNT], modes[2] = { true, true };
+	double ipms[16][IMPL_COUNT];
+	char instr_why[160];
 	struct lzb_table *t;
 	const char *why;
 
@@ -675,6 +775,12 @@ int lzb_cmd_ring(int argc, char **argv)
 			if (!lzb_parse_size(optarg, &trials) || !trials || trials > 1000)
 				lzb_usage_error("ring", "--trials wants 1..1000, not '%s'", optarg);
 			break;
+		case 'I':
+		case 'N':
+			instr = c == 'I';
+			break;
+		case 'Z':
+			return ring_inner(argc - optind, argv + optind);
 		case 'h':
 			ring_help(stdout);
 			return 0;
@@ -688,13 +794,32 @@ int lzb_cmd_ring(int argc, char **argv)
 		per_sender = per_sender > 5000 ? 5000 : per_sender;
 		trials = 1;
 	}
+	if (instr < 0)
+		instr = !lzb.quick;
 	lzb_begin("ring");
+	if (instr) {
+		memset(instr_why, 0, sizeof(instr_why));
+		for (j = 0; j < nsenders; j++)
+			for (i = 0; i < IMPL_COUNT; i++) {
+				ipms[j][i] = NAN;
+				if (!impl_on[i] || instr_why[0])
+					continue;
+				lzb_progress("ring: %s, %d sender%s, counting instructions", impl_names[i],
+					     senders[j], senders[j] > 1 ? "s" : "");
+				ipms[j][i] = ring_count(i, senders[j], instr_why, sizeof(instr_why));
+			}
+	} else {
+		for (j = 0; j < nsenders; j++)
+			for (i = 0; i < IMPL_COUNT; i++)
+				ipms[j][i] = NAN;
+	}
 
 	t = lzb_table_new("ring", "Ring throughput, N senders -> 1 receiver, 64-byte messages");
 	lzb_table_col(t, "ring", "", 0);
 	lzb_table_col(t, "senders as", "", 0);
 	lzb_table_col(t, "senders", "", 0);
 	lzb_table_col(t, "TSC cycles/msg", "", 1);
+	lzb_table_col(t, "rx instr/msg", "", 1);
 	lzb_table_col(t, "rx misses/msg", "", 2);
 	lzb_table_col(t, "tx misses/msg", "", 2);
 	lzb_table_col(t, "msgs/s", "M", 1);
@@ -723,7 +848,7 @@ int lzb_cmd_ring(int argc, char **argv)
 						     (unsigned long long)k + 1, (unsigned long long)trials);
 					memset(&r, 0, sizeof(r));
 					if (ring_measure(&r, i, senders[j], m, per_sender, (uint32_t)slots,
-							 (uint32_t)size, (uint32_t)batch)) {
+							 (uint32_t)size, (uint32_t)batch, false)) {
 						fails++;
 						best[i].node = -3;	/* failed once: failed */
 						continue;
@@ -733,12 +858,21 @@ int lzb_cmd_ring(int argc, char **argv)
 				}
 			for (i = 0; i < IMPL_COUNT; i++)
 				if (impl_on[i] && !(i == IMPL_LAZY_DEMOTE && !lzb_have_cldemote()))
-					ring_row(t, i, m, senders[j], &best[i]);
+					ring_row(t, i, m, senders[j], &best[i], ipms[j][i]);
 		}
 	}
 	lzb_table_note(t, "best of %llu interleaved trials of %llu messages per sender; %llu slots per ring; receiver on CPU %d",
 		       (unsigned long long)trials, (unsigned long long)per_sender,
 		       (unsigned long long)slots, lzb_cpu(0));
+	if (instr && !instr_why[0])
+		lzb_table_note(t, "rx instr/msg: the receive loop counted by callgrind (the same count every run), "
+			       "runs of %d and %d messages per sender, their difference per message, every lane "
+			       "filled before the receiver starts (lzchan-bench ring --inner IMPL SENDERS MSGS); "
+			       "the same for threads and procs", RING_COUNT_MSGS / 2, RING_COUNT_MSGS);
+	else if (instr)
+		lzb_table_note(t, "rx instr/msg n/a: %s", instr_why);
+	else
+		lzb_table_note(t, "rx instr/msg n/a: not counted (--no-instr, or --quick without --instr)");
 	if (!lzb_counters_available(&why))
 		lzb_table_note(t, "misses n/a: %s", why);
 	if (!lzb_have_cldemote())
@@ -764,7 +898,7 @@ double lzb_ring_mps(const char *impl, int senders, bool procs, uint64_t msgs, in
 		struct ring_result r;
 
 		memset(&r, 0, sizeof(r));
-		if (ring_measure(&r, i, senders, procs, msgs, 1024, 64, 16))
+		if (ring_measure(&r, i, senders, procs, msgs, 1024, 64, 16, false))
 			return NAN;
 		if (isnan(best) || r.mps > best)
 			best = r.mps;
