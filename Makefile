@@ -34,7 +34,7 @@ LZ_CPPFLAGS	:= -D_GNU_SOURCE -I$(CURDIR)/libchan -I$(CURDIR)/kmod/uapi $(CPPFLAG
 export CC AR LZ_CFLAGS LZ_CPPFLAGS
 
 LIB_SRCS	:= $(wildcard libchan/*.c)
-LIB_HDRS	:= libchan/lzchan.h libchan/lzchan_internal.h kmod/uapi/linux/lzchan.h
+LIB_HDRS	:= libchan/lzchan.h libchan/lzchan_fast.h libchan/lzchan_internal.h kmod/uapi/linux/lzchan.h
 LIB_A		:= libchan/liblzchan.a
 LIB_SO		:= libchan/$(SONAME)
 TOOLS		:= tools/lzchan tools/lzchan-demo tools/lzchan-bench
@@ -197,7 +197,7 @@ install-lib: lib
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    libchan/lzchan.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc
-	install -m 644 libchan/lzchan.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 libchan/lzchan.h libchan/lzchan_fast.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 kmod/uapi/linux/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	$(if $(INSTALL_MAN3),install -d $(DESTDIR)$(MANDIR)/man3 && \
 		install -m 644 $(INSTALL_MAN3) $(DESTDIR)$(MANDIR)/man3/)
@@ -234,7 +234,8 @@ uninstall: uninstall-lib uninstall-tools uninstall-module
 uninstall-lib:
 	rm -f $(DESTDIR)$(LIBDIR)/liblzchan.a $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/liblzchan.so $(DESTDIR)$(PKGCONFIGDIR)/lzchan.pc \
-		$(DESTDIR)$(INCLUDEDIR)/lzchan.h $(DESTDIR)$(INCLUDEDIR)/linux/lzchan.h \
+		$(DESTDIR)$(INCLUDEDIR)/lzchan.h $(DESTDIR)$(INCLUDEDIR)/lzchan_fast.h \
+		$(DESTDIR)$(INCLUDEDIR)/linux/lzchan.h \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(INSTALL_MAN3))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(INSTALL_MAN7)))
 	@$(LDCONFIG)

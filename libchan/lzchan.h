@@ -160,7 +160,8 @@ const char *lzchan_backend_name(const struct lzchan *ch);
  */
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len);
 #endif
 
 /* As lzchan_send, waiting for room up to @timeout_ns (-1: forever):
@@ -189,7 +190,9 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
 int lzchan_commit(struct lzchan *ch, size_t len);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf);
+static inline int lzchan_commit(struct lzchan *ch, size_t len);
 #endif
 
 /* ---- receiving ---- */
@@ -206,354 +209,6 @@ struct lzchan_msg {
 	uint32_t __gen;		/* private */
 };
 
-/* ---- the fast path ----
- *
- * lzchan_send(), lzchan_reserve()/lzchan_commit(), lzchan_recv(),
- * lzchan_peek(), lzchan_release() and lzchan_recv_batch() are inline
- * (below) for the common
- * case -- a message of one slot -- and call the library for everything
- * else.  They read and write the structures here, which are private to
- * liblzchan but part of its ABI (a layout change bumps the soname: it did,
- * to liblzchan.so.1, when the gates below came in; within the unreleased
- * 0.3 series fields were added -- attn_seen, cut -- so build and run
- * against the same 0.3 library); do not touch them.  Define
- * LZCHAN_NO_INLINE before including this header to call the library for
- * everything.
- */
-#define __lzchan_likely(x)	(__builtin_expect(!!(x), 1) != 0)
-#define __lzchan_unlikely(x)	(__builtin_expect(!!(x), 0) != 0)
-
-struct __lzchan_rxlane {		/* the receiver's view of one lane */
-	uint32_t head;		/* first position not released */
-	uint32_t peek;		/* next position to hand out (>= head) */
-	uint32_t published;	/* last head stored in rxl->head */
-	uint32_t gen;		/* sender generation being read */
-	uint32_t state;		/* private state */
-	uint32_t idle;		/* empty polls in a row */
-	uint32_t sleepy;	/* our copy of rxl->sleepy */
-	uint32_t dead;		/* shm: the owner's lock was found free */
-	uint64_t seen_status;	/* info->status at the last empty verdict */
-	const char *slots;
-	struct lzchan_shm_rx_lane *rxl;
-	const struct lzchan_shm_lane *info;
-};
-
-struct __lzchan_fast {			/* the start of every struct lzchan */
-	uint32_t role;			/* LZCHAN_RECEIVER or LZCHAN_SENDER */
-	uint32_t slot_size, slot_shift, slot_count, mask, max_senders;
-	uint32_t publish_every;
-	/* sender */
-	uint32_t tail;			/* next position to write */
-	uint32_t cached_head;		/* receiver's head as last read */
-	uint32_t resv_len;
-	uint8_t reserved;		/* between lzchan_reserve and commit */
-	uint8_t cont_any;		/* a slot holds payload in its first word
-					 * (a message spanned slots, and not all of
-					 * them were written over since) */
-	uint8_t fence_each_send;	/* no asymmetric barrier available */
-	uint8_t armed;			/* receiver: event fd armed */
-	uint32_t rung_sleepy;		/* sleepy episode we already rang */
-	uint32_t woken_parked;		/* park episode we already woke */
-	uint32_t attn_seen;		/* my_rxl->attn as the library last
-					 * acted on it (see __lzchan_tx_after) */
-	/* The inline send's gate, kept by the library whenever what it
-	 * summarises changes: tx_max is the longest payload it takes (0: a
-	 * receiver, or a sender that must fence every send); tx_room the
-	 * positions it may fill before the library looks again (0 while
-	 * anything else needs the library: a reservation of the library's,
-	 * a message that spanned slots, a full view of the lane; never past
-	 * LZCHAN_STAT_EVERY - 1 positions since the counts were stored),
-	 * bit 31 set while an inline reservation is open.  The inline send takes its position
-	 * as it tests it, so after a refused test it reads one less (below
-	 * 0 from 0) until the library, which it then calls, computes it
-	 * again. */
-	uint32_t tx_max, tx_room;
-	const int *lost;		/* the guard's word, as cut (read by code
-					 * built with earlier 0.3 headers) */
-	struct lzchan_slot_hdr *resv_slot;	/* an inline reservation's slot */
-	char *slots;
-	struct lzchan_shm_hdr *hdr;
-	struct lzchan_shm_tx *tx;
-	struct lzchan_shm_rx_lane *my_rxl;	/* our lane's rx line (read-only) */
-	struct lzchan_shm_rx *rx;
-	uint64_t stat_msgs, stat_bytes;	/* what tx->msgs/bytes say, kept here */
-	/* receiver: the turn (Documentation/libchan/design.rst, "The
-	 * receive").  span: how many messages the inline receives may
-	 * still take from cur without the library (the rest of its turn,
-	 * to the ring's end and the head's next publication); 0 for a
-	 * sender, while armed, with no active lane; zeroed by the
-	 * library's SIGBUS handler on a cut (shm).  span_at: cur's peek's
-	 * slot; the span never runs past the ring's end, so the next is
-	 * slot_size on. */
-	uint32_t span;
-	uint32_t rx_max;		/* longest payload the inline receive copies */
-	const char *span_at;
-	/* "empty" verdicts the inline receive may give when nothing is
-	 * ready at span_at, on the library's behalf: its last look found
-	 * nothing, cur is the one lane it polls, and the bell's one word
-	 * (bell) and cur's status still read as then (bell_seen,
-	 * cur->seen_status).  0 otherwise. */
-	uint32_t quiet;
-	const uint64_t *bell;
-	uint64_t bell_seen;
-	struct __lzchan_rxlane *cur;	/* the lane whose turn it is (a
-					 * dummy that matches no view when none
-					 * is: never NULL in a receiver) ... */
-	uint32_t cur_lane;		/* ... and its index (LZCHAN_LANE_NONE) */
-	uint32_t nactive, rr, turn_taken;	/* turn_taken: messages of lane
-					 * active[rr]'s turn so far */
-	uint32_t *active;		/* lanes polled by receive-any */
-	struct __lzchan_rxlane *lanes;
-	/* both: nonzero once the mapping was cut (shm), stored by the
-	 * library's SIGBUS handler; what __lzchan_cut() reads (a word of
-	 * the handle's own: one load, where *lost is two) */
-	uint32_t cut;
-	/* receiver (0 for a sender): its lanes (max_senders), for the
-	 * inline release's one bound test; the slot's payload
-	 * (slot_size - 8), for the inline peek's */
-	uint32_t rx_lanes, rx_payload;
-};
-
-/* Copy a small message (n <= LZCHAN_INLINE_MAX) without a call: two
- * overlapping moves of a fixed size, reading and writing only [0, n). */
-#define LZCHAN_INLINE_MAX	64
-static inline void __lzchan_copy(void *dst, const void *src, size_t n)
-{
-	char *d = (char *)dst;
-	const char *s = (const char *)src;
-
-	if (n >= 32) {
-		/* As four moves of 16, so that the last two address from
-		 * the end (base + n - 32, - 16) with no arithmetic first. */
-		__builtin_memcpy(d, s, 16);
-		__builtin_memcpy(d + 16, s + 16, 16);
-		__builtin_memcpy(d + n - 32, s + n - 32, 16);
-		__builtin_memcpy(d + n - 16, s + n - 16, 16);
-	} else if (n >= 16) {
-		__builtin_memcpy(d, s, 16);
-		__builtin_memcpy(d + n - 16, s + n - 16, 16);
-	} else if (n >= 8) {
-		__builtin_memcpy(d, s, 8);
-		__builtin_memcpy(d + n - 8, s + n - 8, 8);
-	} else if (n >= 4) {
-		__builtin_memcpy(d, s, 4);
-		__builtin_memcpy(d + n - 4, s + n - 4, 4);
-	} else if (n) {
-		d[0] = s[0];
-		d[n - 1] = s[n - 1];
-		if (n == 3)
-			d[1] = s[1];
-	}
-}
-
-/*
- * shm: a peer may cut the channel file short under us.  The library's
- * SIGBUS handler then maps private zeroed memory over the channel and
- * writes this rx_status into it, so the library's send paths, which read
- * it, report the loss (-EIO) instead of a success that reached nobody
- * (and never take the replacement's attn for the receiver's).  A peer
- * forging the value costs only a call: __lzchan_lost() asks the
- * handler's own record.
- */
-#define __LZCHAN_STATUS_LOST	LZCHAN_STATUS(0xffffffffU, LZCHAN_RX_GONE)
-/* ... and stores this in a sender handle's attn_seen: the replacement's
- * attn reads 0, so the inline send, which compares them, turns to the
- * library (-EIO) right after the access that met the cut. */
-#define LZCHAN_ATTN_POISON	0xffffffffU
-static inline int __lzchan_cut(const struct __lzchan_fast *f)
-{
-	/* The handler also marks the handle's own cut word (nobody else
-	 * writes it).  Relaxed: stored by the handler on this thread,
-	 * during an access before this one in program order; the signal
-	 * fence keeps the compiler from hoisting the load above that
-	 * access. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return __lzchan_unlikely(__atomic_load_n(&f->cut, __ATOMIC_RELAXED) != 0);
-}
-
-/* Inline sends count the lane's bytes; the library counts the messages
- * and publishes both (tx->msgs, tx->bytes): with the send after
- * LZCHAN_STAT_EVERY - 1 inline ones, where the inline gate stops and the
- * library sends (so a lane's published counts lag its sends by less than
- * this), and exact on every other path, when the lane is full, at
- * lzchan_flush() and at close.  (A power of two.) */
-#define LZCHAN_STAT_EVERY	256
-
-/* The receiver's (read-only) view of a slot. */
-static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzchan_fast *f,
-							      const char *slots, uint32_t pos)
-{
-	return (const struct lzchan_slot_hdr *)(slots +
-						((size_t)(pos & f->mask) << f->slot_shift));
-}
-
-/*
- * The receive's one fast mechanism, the span: how many messages the lane
- * whose turn it is (cur) may still give before the library looks again
- * -- the rest of its turn, no further than the ring's end and its head's
- * next publication -- and where the next one is (span_at, cur's peek's
- * slot).  The inline receives take from it, and so does the library
- * itself; the library's next call accounts for what was taken by how far
- * cur's peek moved.  A message is ready when its seq (acquire) is its
- * position + 1; its len is then read once and bounded (a pad, a longer
- * message and garbage are all over the bound, and go to the library).
- */
-#define __LZCHAN_TAKE_NONE	(-EAGAIN)	/* nothing ready at span_at */
-#define __LZCHAN_TAKE_SLOW	(-ENOTRECOVERABLE) /* the library's to look at */
-
-/* Was the span's count, counted down after the accesses, zeroed by the
- * SIGBUS handler during one of them (shm: the mapping was cut)?  Then it
- * borrows (it was at least @k and never above 2^31 when we came): -EIO,
- * never the replacement's zeros.  The fence keeps the count after the
- * accesses. */
-static inline int __lzchan_span_spend(struct __lzchan_fast *f, uint32_t k)
-{
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	f->span -= k;
-	if (__lzchan_unlikely((int32_t)f->span < 0)) {
-		f->span = 0;
-		return -EIO;
-	}
-	return 0;
-}
-
-/* One message copied into @buf: its length, -EIO, __LZCHAN_TAKE_NONE
- * (nothing ready at span_at), or __LZCHAN_TAKE_SLOW (no span, or a length
- * the inline copy does not take). */
-static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t cap,
-				     uint32_t *lane)
-{
-	const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)f->span_at;
-	struct __lzchan_rxlane *rl = f->cur;
-	uint32_t len, peek = rl->peek;
-
-	if (__lzchan_unlikely(!f->span))
-		return __LZCHAN_TAKE_SLOW;
-	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
-		return __LZCHAN_TAKE_NONE;
-	/* Relaxed, read once (published by that seq): the sender may
-	 * change it, so only this copy is checked and used. */
-	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	if (__lzchan_unlikely(len > f->rx_max || len > cap))
-		return __LZCHAN_TAKE_SLOW;
-	if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
-		__builtin_unreachable();
-	__lzchan_copy(buf, h + 1, len);
-	if (__lzchan_span_spend(f, 1))
-		return -EIO;
-	f->span_at = (const char *)h + f->slot_size;
-	/* Taken and released: views still outstanding before it go too, as
-	 * lzchan_release() of this message would.  Relaxed atomic: a plain
-	 * store, which the compiler would otherwise merge with the one
-	 * after it through a vector register. */
-	__atomic_store_n(&rl->peek, peek + 1, __ATOMIC_RELAXED);
-	rl->head = peek + 1;
-	if (lane)
-		*lane = f->cur_lane;
-	return (int)len;
-}
-
-/*
- * Nothing is ready at the span: may the inline receive say "empty"
- * without the library?  Only while it may (quiet, above), and the lane's
- * status and the bell are as its look saw them (a sender that left, a
- * cut mapping whose status reads 0, a lane nobody polls that got a
- * message: each ends it).  Other news waits at most quiet polls, as the
- * library's own quick verdicts let it.  Like those, a receiver that has
- * caught up publishes its head, so the sender sees all the room, and one
- * holding views publishes what it gave back when that is due (the inline
- * release only moves the head).
- */
-static inline int __lzchan_span_empty(struct __lzchan_fast *f)
-{
-	struct __lzchan_rxlane *rl = f->cur;
-
-	/* Called after a take found nothing ready (so a span there). */
-	if (__lzchan_likely(f->quiet) &&
-	    /* Relaxed: only compared; the library loads them with acquire. */
-	    __atomic_load_n(&rl->info->status, __ATOMIC_RELAXED) == rl->seen_status &&
-	    __atomic_load_n(f->bell, __ATOMIC_RELAXED) == f->bell_seen) {
-		f->quiet--;
-		/* Caught up, or views given back since the last one, due
-		 * for publication. */
-		if (rl->head != rl->published &&
-		    (rl->peek == rl->head || rl->head - rl->published >= f->publish_every)) {
-			/* Pairs with the sender's acquire load of head: our
-			 * reads of the released slots are done. */
-			__atomic_store_n(&rl->rxl->head, rl->head, __ATOMIC_RELEASE);
-			rl->published = rl->head;
-		}
-		return 1;
-	}
-	return 0;
-}
-
-/* Fill view @v of the message at @h, position @end - 1 (field by field:
- * stores the compiler would otherwise assemble in a vector register
- * first; relaxed atomic: plain stores). */
-static inline void __lzchan_span_fill(struct lzchan_msg *v, const struct lzchan_slot_hdr *h,
-				      uint32_t len, uint32_t lane, uint32_t end, uint32_t gen)
-{
-	v->data = h + 1;
-	__atomic_store_n(&v->len, len, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->lane, lane, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->__end, end, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
-}
-
-/* Up to @n views from the span: how many, -EIO, or, none taken,
- * __LZCHAN_TAKE_NONE (nothing ready) or __LZCHAN_TAKE_SLOW (no span, or
- * a length over the slot's payload).  Each checked as
- * __lzchan_span_take() checks its one. */
-static inline int __lzchan_span_views(struct __lzchan_fast *f, struct lzchan_msg *m,
-				      unsigned int n)
-{
-	const char *s = f->span_at;
-	struct __lzchan_rxlane *rl = f->cur;
-	uint32_t k, peek = rl->peek, most = f->span < n ? f->span : n;
-	uint32_t step = f->slot_size, lane = f->cur_lane, gen = rl->gen, max = f->rx_payload;
-
-	int none = __LZCHAN_TAKE_SLOW;
-
-	for (k = 0; k < most; k++, s += step) {
-		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
-		uint32_t len;
-
-		/* As in __lzchan_span_take(). */
-		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + k + 1) {
-			none = __LZCHAN_TAKE_NONE;
-			break;
-		}
-		len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-		if (__lzchan_unlikely(len > max))
-			break;
-		__lzchan_span_fill(&m[k], h, len, lane, peek + k + 1, gen);
-	}
-	if (__lzchan_unlikely(!k))
-		return none;
-	if (__lzchan_span_spend(f, k))
-		return -EIO;
-	f->span_at = s;
-	rl->peek = peek + k;
-	return (int)k;
-}
-
-/* The library's entry points behind the inline functions: not for direct
- * use.  __lzchan_slow_*() take what the inline code does not (multi-slot
- * messages, gates, wakes, ends); the inline code relies on the handle
- * fields this library keeps (rx_lanes, rx_payload, the send's gate). */
-int __lzchan_lost(struct lzchan *ch);
-void __lzchan_tx_stats(struct lzchan *ch);
-int __lzchan_tx_after(struct lzchan *ch);
-int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len);
-int __lzchan_slow_reserve(struct lzchan *ch, size_t len, void **buf);
-int __lzchan_slow_commit(struct lzchan *ch, size_t len);
-int __lzchan_slow_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
-int __lzchan_slow_peek(struct lzchan *ch, struct lzchan_msg *m);
-void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
-int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
-
 /*
  * Receive one message, copied into @buf, from any lane (lzchan_recv) or
  * from @lane (lzchan_recv_lane).  Returns its length, or:
@@ -569,7 +224,8 @@ int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned i
  */
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
 #endif
 int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap);
 
@@ -597,19 +253,22 @@ int lzchan_wake(struct lzchan *ch);
  */
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m);
 #endif
 int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m);
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m);
 #endif
 
 /* Up to @n messages from one lane, in place; returns how many (then
  * release the last), or an error as lzchan_peek. */
 #if defined(__LZCHAN_LIBRARY) || defined(LZCHAN_NO_INLINE)
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
-#else /* inline: see the end of this header */
+#else /* inline, in <lzchan_fast.h> */
+static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
 #endif
 
 /* ---- event loops ---- */
@@ -752,212 +411,8 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
 int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid);
 
 
-#if !defined(__LZCHAN_LIBRARY) && !defined(LZCHAN_NO_INLINE)
-/* ---- the fast path, inline (see struct __lzchan_fast above) ----
- * Each is the library function's own fast path; the memory-ordering
- * argument and the pairings are in Documentation/libchan/design.rst. */
-
-static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast *f,
-						     char *slots, uint32_t pos)
-{
-	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
-}
-
-/* The inline reservation's gate (the inline send's, without taking the
- * position): a payload it takes, a position it may fill, and nothing new
- * on the receiver's side (attn as the library last saw it: a receiver
- * gone changes it, and the library then keeps it unseen). */
-static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t len,
-					 const struct lzchan_shm_rx_lane *rxl)
-{
-	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0 &&
-			       /* Relaxed: a change sends us to the library,
-				* whose acquire load pairs with the release
-				* store of attn (receiver, or the module).
-				* attn_seen: relaxed, the SIGBUS handler may
-				* store it (LZCHAN_ATTN_POISON). */
-			       __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
-			       __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED));
-}
-
-static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
-{
-	return __lzchan_fast_room_rxl(f, len, f->my_rxl);
-}
-
-
-/* Publish the one-slot message of @len bytes written in slot @h at
- * position @tail (the sender's tail, passed in so that nothing is
- * reloaded after the caller's copy into the slot); the caller took the
- * position from tx_room.  Returns what the send
- * returns: 0, or -EIO when an access met a cut. */
-static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_fast *f,
-					    struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len,
-					    const struct lzchan_shm_rx_lane *rxl)
-{
-	uint32_t next = tail + 1, attn;
-
-	/* Relaxed: published by the release store of seq below. */
-	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
-	/* Pairs with the receiver's acquire load of seq. */
-	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
-	f->tail = next;
-	f->stat_bytes += len;
-	/* Relaxed: the receiver only compares tail (a stall check, which
-	 * gives a live sender time to agree); nobody orders on it. */
-	__atomic_store_n(&f->tx->tail, next, __ATOMIC_RELAXED);
-	/* Keeps the loads below after the stores above, and after a SIGBUS
-	 * handler that ran during them (see LZCHAN_ATTN_POISON). */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* One test for two rare cases, sorted out by the library: the one
-	 * word of the receiver's we load, attn, moved; and the slot or the
-	 * lane's line met a cut (the handler poisoned attn_seen, and attn
-	 * reads 0).  (The counts are not a case: the gate stops before
-	 * LZCHAN_STAT_EVERY positions go uncounted, and the library makes
-	 * that send.)
-	 * attn pairs with the receiver's heavy barrier after it stores
-	 * attn: it sees our message, or we see its store (a sender that
-	 * must fence each send never comes here: tx_max is 0).  Relaxed:
-	 * that barrier orders them; attn_seen as in __lzchan_fast_room(). */
-	attn = __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED);
-	/* attn_seen after attn, and after a handler that ran during it. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__lzchan_unlikely(attn != __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED)))
-		return __lzchan_tx_after(ch);
-	return 0;
-}
-
-static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast *f,
-					struct lzchan_slot_hdr *h, uint32_t tail, uint32_t len)
-{
-	return __lzchan_fast_publish_rxl(ch, f, h, tail, len, f->my_rxl);
-}
-
-static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
-{
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-
-	if (__lzchan_likely(ch != 0)) {
-		/* Loaded once: the copy's stores may alias the handle. */
-		const struct lzchan_shm_rx_lane *rxl = f->my_rxl;
-
-		/* The gate, with the position taken from tx_room as it is
-		 * tested (a shut gate, 0 or bit 31, goes below 0; the library
-		 * computes it again whenever it is called, so a position
-		 * taken by a send that then went to the library is not lost). */
-		if (__lzchan_likely(len <= f->tx_max && (int32_t)--f->tx_room >= 0 &&
-				    /* As in __lzchan_fast_room_rxl(). */
-				    __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
-				    __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED))) {
-			uint32_t tail = f->tail;
-			struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
-
-			/* tx_max never exceeds it (the library keeps it so). */
-			if (len > LZCHAN_INLINE_MAX)
-				__builtin_unreachable();
-			__lzchan_copy(h + 1, buf, len);
-			return __lzchan_fast_publish_rxl(ch, f, h, tail, (uint32_t)len, rxl);
-		}
-	}
-	return __lzchan_slow_send(ch, buf, len);
-}
-
-static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
-{
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-
-	if (__lzchan_likely(ch && buf) && __lzchan_fast_room(f, len)) {
-		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
-
-		f->reserved = 1;
-		f->resv_len = (uint32_t)len;
-		f->resv_slot = h;		/* for the commit, after the caller's copy */
-		f->tx_room |= 0x80000000U;	/* no inline send until the commit */
-		*buf = h + 1;
-		return 0;
-	}
-	return __lzchan_slow_reserve(ch, len, buf);
-}
-
-static inline int lzchan_commit(struct lzchan *ch, size_t len)
-{
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-
-	/* Only an inline reservation (bit 31), and what it reserved. */
-	if (__lzchan_likely(ch && (int32_t)f->tx_room < 0 && len <= f->resv_len)) {
-		f->reserved = 0;
-		/* The mark cleared, and the reserved position taken. */
-		f->tx_room = (f->tx_room & 0x7fffffffU) - 1;
-		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
-	}
-	return __lzchan_slow_commit(ch, len);
-}
-
-/* The inline receives take from the span (see __lzchan_span_take());
- * the library does everything else. */
-static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
-{
-	if (__lzchan_likely(ch != 0)) {
-		int r = __lzchan_span_take((struct __lzchan_fast *)ch, buf, cap, lane);
-
-		if (__lzchan_likely(r >= 0) || r == -EIO)
-			return r;
-		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
-			return -EAGAIN;
-	}
-	return __lzchan_slow_recv(ch, buf, cap, lane);
-}
-
-static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
-{
-	if (__lzchan_likely(ch && m)) {
-		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, 1);
-
-		if (__lzchan_likely(r > 0))
-			return 0;
-		if (r == -EIO)
-			return r;
-		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
-			return -EAGAIN;
-	}
-	return __lzchan_slow_peek(ch, m);
-}
-
-static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
-{
-	if (__lzchan_likely(ch && m && n)) {
-		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, n);
-
-		if (__lzchan_likely(r > 0) || r == -EIO)
-			return r;
-		if (r == __LZCHAN_TAKE_NONE && __lzchan_span_empty((struct __lzchan_fast *)ch))
-			return -EAGAIN;
-	}
-	return __lzchan_slow_recv_batch(ch, m, n);
-}
-
-/* A view of the lane whose turn it is; the library for any other (and
- * for anything odd: no handle, no view).  cur is never NULL: a handle
- * whose turn is nobody's (a sender's too) points it at a lane of its own
- * that no view can release anything of.  The head is published, when
- * due, by the next receiving call: the library's settle, or a quick
- * "empty" (__lzchan_span_empty()). */
-static inline void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
-{
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-	struct __lzchan_rxlane *rl;
-
-	if (__lzchan_unlikely(!ch || !m || m->lane != f->cur_lane)) {
-		__lzchan_slow_release(ch, m);
-		return;
-	}
-	rl = f->cur;
-	/* Only a view of this lane's current sender, not past the peek. */
-	if (m->__gen != rl->gen || m->__end - rl->head > rl->peek - rl->head)
-		return;
-	rl->head = m->__end;
-}
-#endif /* inline fast path */
+/* The inline calls' definitions and the handle prefix they use. */
+#include "lzchan_fast.h"
 
 #ifdef __cplusplus
 }

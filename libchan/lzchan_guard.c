@@ -207,7 +207,7 @@ struct __lzchan_guard *__lzchan_guard_add(void *start, size_t len, size_t hdr_of
 
 /* Word @word is to be set to @val when the mapping is replaced: a sender
  * handle's attn_seen to LZCHAN_ATTN_POISON, a receiver's span to 0
- * (lzchan.h).  Only the handle's own thread makes the accesses that
+ * (lzchan_fast.h).  Only the handle's own thread makes the accesses that
  * fault; relaxed, as the handler reads them (the value first: the
  * handler takes a word it finds with the value stored before it). */
 void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word, uint32_t val)

@@ -65,7 +65,7 @@ void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word, uint32_t va
 void __lzchan_guard_cut_word(struct __lzchan_guard *g, uint32_t *word);
 
 struct lzchan {
-	struct __lzchan_fast f;		/* first: what lzchan.h's inline paths use */
+	struct __lzchan_fast f;		/* first: what lzchan_fast.h's inline paths use */
 	uint32_t max_msg;
 	enum lzchan_backend backend;
 	int fd;				/* device fd or shm file */

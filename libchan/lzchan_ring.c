@@ -67,7 +67,7 @@ static inline void __lz_cont_set(struct lzchan *ch, uint32_t pos, bool v)
 	}
 }
 
-/* The longest payload lzchan.h's inline paths move: one slot's, at most
+/* The longest payload lzchan_fast.h's inline paths move: one slot's, at most
  * LZCHAN_INLINE_MAX (their copy is unrolled for that). */
 static inline uint32_t __lz_inline_max(const struct lzchan *ch)
 {
@@ -567,7 +567,7 @@ static inline void __lz_tx_notify(struct lzchan *ch)
 		__lz_tx_attn(ch);
 }
 
-/* lzchan.h's inline publish found a cut, or attn moved (after its
+/* lzchan_fast.h's inline publish found a cut, or attn moved (after its
  * compiler barrier), or (a header of earlier 0.3, whose gate did not stop
  * for them) statistics due: sort them out.  Returns what the send
  * returns: 0, or -EIO. */
@@ -1883,7 +1883,7 @@ void __lzchan_rx_disarm(struct lzchan *ch, bool drain)
  * The turn (Documentation/libchan/design.rst, "The receive"): receive-any
  * serves the active lanes round robin, each for a turn of at most
  * TURN_SLOTS messages.  At a turn's start, and whenever its span runs out
- * (lzchan.h), the library grants the lane a span -- the rest of its turn,
+ * (lzchan_fast.h), the library grants the lane a span -- the rest of its turn,
  * up to the ring's end and the head's next publication -- which the
  * inline receives take from; every library call first settles what they
  * took.  Everything else -- an empty channel, a message of several slots,
@@ -2419,7 +2419,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 	return k;
 }
 
-/* The out-of-line entry points behind lzchan.h's inline calls (the inline
+/* The out-of-line entry points behind lzchan_fast.h's inline calls (the inline
  * code handles one-slot messages and calls these for everything else). */
 int __lzchan_slow_send(struct lzchan *ch, const void *buf, size_t len)
 	__attribute__((alias("lzchan_send")));

@@ -736,7 +736,7 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	ch->f.lost = &ch->guard->lost;	/* earlier 0.3 headers read it */
 	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);	/* __lzchan_cut() reads it */
 	/* The inline send learns of a cut by attn_seen, the inline receive
-	 * by its span's count borrowing (lzchan.h). */
+	 * by its span's count borrowing (lzchan_fast.h). */
 	if (ch->f.role == LZCHAN_SENDER)
 		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen, LZCHAN_ATTN_POISON);
 	else
@@ -1032,7 +1032,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch->hupfd = -1;
 	ch->sock = -1;
 	ch->lane = LZCHAN_LANE_NONE;
-	/* Nobody's turn (lzchan.h's release reads cur): the handle's own
+	/* Nobody's turn (lzchan_fast.h's release reads cur): the handle's own
 	 * lane, which no view can match (its head and peek stay 0). */
 	ch->f.cur = &ch->no_turn;
 	ch->f.cur_lane = LZCHAN_LANE_NONE;

@@ -84,4 +84,27 @@ else
 	objdump -p "$tmp/prog" 2>/dev/null | grep -A3 'Version References' | sed 's/^/# /'
 	failed=1
 fi
+
+# Floors: lzchan.h is the API and the inline calls' declarations; their
+# bodies, the handle prefix and the library's entry points behind them are
+# lzchan_fast.h's, which refuses to be included on its own.
+n=$((n + 1))
+if grep -n -e 'struct __lzchan' -e '__lzchan_slow_' -e '^static inline.*[^;]$' \
+	"$top/libchan/lzchan.h" >"$tmp/log"; then
+	echo "not ok $n lzchan.h holds only the API and the inline calls' declarations"
+	sed 's/^/# /' "$tmp/log" | head -10
+	failed=1
+else
+	echo "ok $n lzchan.h holds only the API and the inline calls' declarations"
+fi
+n=$((n + 1))
+printf '#include <lzchan_fast.h>\n' >"$tmp/alone.c"
+if ! gcc $inc -fsyntax-only "$tmp/alone.c" >"$tmp/log" 2>&1 &&
+   grep -q 'include <lzchan.h>, not <lzchan_fast.h>' "$tmp/log"; then
+	echo "ok $n lzchan_fast.h refuses to be included on its own"
+else
+	echo "not ok $n lzchan_fast.h refuses to be included on its own"
+	sed 's/^/# /' "$tmp/log" | head -5
+	failed=1
+fi
 exit $failed

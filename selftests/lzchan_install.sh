@@ -34,6 +34,7 @@ usr/lib/liblzchan.so.1 755
 usr/lib/liblzchan.a 644
 usr/lib/pkgconfig/lzchan.pc 644
 usr/include/lzchan.h 644
+usr/include/lzchan_fast.h 644
 usr/include/linux/lzchan.h 644
 usr/lib/udev/rules.d/60-lzchan.rules 644
 usr/lib/modules-load.d/lzchan.conf 644
@@ -219,7 +220,8 @@ rc=$?
 sed 's/^/# /' "$tmp/user.log"
 check "make install-lib as an unprivileged user into PREFIX=~/.local" \
 	sh -c "[ $rc = 0 ] && [ -f '$u/.local/lib/liblzchan.so.1' ] &&
-	       [ -f '$u/.local/include/lzchan.h' ] && [ -f '$u/.local/include/linux/lzchan.h' ] &&
+	       [ -f '$u/.local/include/lzchan.h' ] && [ -f '$u/.local/include/lzchan_fast.h' ] &&
+	       [ -f '$u/.local/include/linux/lzchan.h' ] &&
 	       [ -f '$u/.local/lib/pkgconfig/lzchan.pc' ] &&
 	       [ -f '$u/.local/share/man/man3/lzchan_open.3' ] && [ ! -e '$u/.local/bin' ]"
 asnobody make -s -C "$src" install-tools PREFIX="$u/.local" >"$tmp/user.log" 2>&1
