@@ -2279,39 +2279,108 @@ static inline bool __lz_span_left(const struct lzchan *ch)
 	return ch->f.span != 0;
 }
 
-int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+/*
+ * What a receiving call wants: a copy into @buf (n == 0), or up to @n views
+ * into @m.  The span's take and the general look for each.
+ */
+struct __lz_want {
+	void *buf;
+	size_t cap;
+	uint32_t *lane;
+	struct lzchan_msg *m;
+	unsigned int n;
+};
+
+/* From the span: a copy's length or a count of views, -EIO, or a refusal
+ * (__LZCHAN_TAKE_NONE, __LZCHAN_TAKE_SLOW). */
+static inline __attribute__((always_inline)) int
+__lz_want_take(struct lzchan *ch, const struct __lz_want *w)
+{
+	return w->n ? __lzchan_span_views(&ch->f, w->m, w->n)
+		    : __lzchan_span_take(&ch->f, w->buf, w->cap, w->lane);
+}
+
+static inline bool __lz_want_taken(const struct __lz_want *w, int ret)
+{
+	return w->n ? ret > 0 : ret >= 0;
+}
+
+/* The general look, then the grant; views: one from the look, and more of
+ * the same lane from its new span.  A verdict after the first view
+ * (garbage, an end) is not reached here: the next call reaches and reports
+ * it, and a cut met here is the next call's -EIO (the first view was taken
+ * before). */
+static inline __attribute__((always_inline)) int
+__lz_want_look(struct lzchan *ch, const struct __lz_want *w)
+{
+	int ret;
+
+	if (!w->n) {
+		ret = __lz_recv(ch, w->buf, w->cap, w->lane);
+		__lz_turn_grant(ch);
+		return ret;
+	}
+	ret = __lz_peek(ch, w->m);
+	if (ret) {
+		__lz_turn_grant(ch);
+		return ret;
+	}
+	if (__lz_turn_grant(ch) && w->n > 1 && ch->f.cur_lane == w->m[0].lane) {
+		ret = __lzchan_span_views(&ch->f, w->m + 1, w->n - 1);
+		if (ret > 0)
+			return 1 + ret;
+	}
+	return 1;
+}
+
+/*
+ * Every library receive-any (lzchan_recv(), lzchan_peek(),
+ * lzchan_recv_batch(), and the inline calls' way in): the span left from
+ * the last grant first (a multi-slot message there goes straight to the
+ * general look); else settle, and unless the receiver is idle, grant and
+ * take from the new span; the general look for anything the span does not
+ * take; the grant last.  lzchan_fast.h's invariants 2-4.  Inlined into
+ * each caller, where what @w wants is a constant.
+ */
+static inline __attribute__((always_inline)) int
+__lz_rx_call(struct lzchan *ch, const struct __lz_want *w)
 {
 	int ret = -EAGAIN;
+
+	if (__lz_span_left(ch)) {
+		ret = __lz_want_take(ch, w);
+		if (__lz_want_taken(w, ret) || ret == -EIO)
+			return ret;
+		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
+			return -EAGAIN;
+	}
+	__lz_turn_settle(ch);
+	if (ret != __LZCHAN_TAKE_SLOW) {
+		if (__lz_rx_idle(ch)) {
+			__lz_turn_grant(ch);
+			return -EAGAIN;
+		}
+		if (__lz_turn_grant(ch)) {
+			ret = __lz_want_take(ch, w);
+			if (__lz_want_taken(w, ret) || ret == -EIO)
+				return ret;
+			__lz_turn_settle(ch);	/* not a one-slot message: look */
+		}
+	}
+	return __lz_want_look(ch, w);
+}
+
+int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
+{
+	const struct __lz_want w = { .m = m, .n = 1 };
+	int ret;
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (!m)
 		return -EINVAL;		/* nowhere to put the view */
-	if (__lz_span_left(ch)) {
-		ret = __lzchan_span_views(&ch->f, m, 1);
-		if (ret > 0 || ret == -EIO)
-			return ret > 0 ? 0 : ret;
-		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
-			return -EAGAIN;
-		if (ret == __LZCHAN_TAKE_SLOW) {
-			__lz_turn_settle(ch);
-			ret = __lz_peek(ch, m);
-			__lz_turn_grant(ch);
-			return ret;
-		}
-	}
-	__lz_turn_settle(ch);
-	if (!__lz_rx_idle(ch)) {
-		if (__lz_turn_grant(ch)) {
-			ret = __lzchan_span_views(&ch->f, m, 1);
-			if (ret > 0 || ret == -EIO)
-				return ret > 0 ? 0 : ret;
-			__lz_turn_settle(ch);	/* not a one-slot message: look */
-		}
-		ret = __lz_peek(ch, m);
-	}
-	__lz_turn_grant(ch);
-	return ret;
+	ret = __lz_rx_call(ch, &w);
+	return ret > 0 ? 0 : ret;
 }
 
 int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
@@ -2330,35 +2399,11 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 
 int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
-	int ret = -EAGAIN;
+	const struct __lz_want w = { .buf = buf, .cap = cap, .lane = lane };
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
-	if (__lz_span_left(ch)) {
-		ret = __lzchan_span_take(&ch->f, buf, cap, lane);
-		if (ret >= 0 || ret == -EIO)
-			return ret;
-		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
-			return -EAGAIN;
-		if (ret == __LZCHAN_TAKE_SLOW) {
-			__lz_turn_settle(ch);
-			ret = __lz_recv(ch, buf, cap, lane);
-			__lz_turn_grant(ch);
-			return ret;
-		}
-	}
-	__lz_turn_settle(ch);
-	if (!__lz_rx_idle(ch)) {
-		if (__lz_turn_grant(ch)) {
-			ret = __lzchan_span_take(&ch->f, buf, cap, lane);
-			if (ret >= 0 || ret == -EIO)
-				return ret;
-			__lz_turn_settle(ch);	/* not for the inline copy: look */
-		}
-		ret = __lz_recv(ch, buf, cap, lane);
-	}
-	__lz_turn_grant(ch);
-	return ret;
+	return __lz_rx_call(ch, &w);
 }
 
 int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
@@ -2375,7 +2420,7 @@ int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 
 int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 {
-	int ret = -EAGAIN, k;
+	const struct __lz_want w = { .m = m, .n = n };
 
 	if (!n)
 		return -EINVAL;
@@ -2383,40 +2428,7 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 		return -EBADF;
 	if (!m)
 		return -EINVAL;		/* nowhere to put the views */
-	if (__lz_span_left(ch)) {
-		ret = __lzchan_span_views(&ch->f, m, n);
-		if (ret > 0 || ret == -EIO)
-			return ret;
-		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
-			return -EAGAIN;
-	}
-	__lz_turn_settle(ch);
-	if (ret != __LZCHAN_TAKE_SLOW && __lz_rx_idle(ch)) {
-		__lz_turn_grant(ch);
-		return -EAGAIN;
-	}
-	if (ret != __LZCHAN_TAKE_SLOW && __lz_turn_grant(ch)) {
-		ret = __lzchan_span_views(&ch->f, m, n);
-		if (ret > 0 || ret == -EIO)
-			return ret;
-		__lz_turn_settle(ch);	/* not a one-slot message: look */
-	}
-	ret = __lz_peek(ch, m);
-	if (ret) {
-		__lz_turn_grant(ch);
-		return ret;
-	}
-	/* More of the same lane from its new span; a verdict after the
-	 * first message (garbage, an end) is not reached here: the next
-	 * call reaches and reports it.  A cut met here is the next call's
-	 * -EIO too: the first view was taken before. */
-	k = 1;
-	if (__lz_turn_grant(ch) && n > 1 && ch->f.cur_lane == m[0].lane) {
-		ret = __lzchan_span_views(&ch->f, m + 1, n - 1);
-		if (ret > 0)
-			k += ret;
-	}
-	return k;
+	return __lz_rx_call(ch, &w);
 }
 
 /* The out-of-line entry points behind lzchan_fast.h's inline calls (the inline
