@@ -340,6 +340,30 @@ static inline void __lzchan_span_fill(struct lzchan_msg *v, const struct lzchan_
 	__atomic_store_n(&v->__gen, gen, __ATOMIC_RELAXED);
 }
 
+/* One view from the span (lzchan_peek()): 1, -EIO, or a refusal, as
+ * __lzchan_span_views() with n = 1, without its loop. */
+static inline int __lzchan_span_view(struct __lzchan_fast *f, struct lzchan_msg *m)
+{
+	const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)f->span_at;
+	struct __lzchan_rxlane *rl = f->cur;
+	uint32_t len, peek = rl->peek;
+
+	if (__lzchan_unlikely(!f->span))
+		return __LZCHAN_TAKE_SLOW;
+	/* As in __lzchan_span_take(). */
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+		return __LZCHAN_TAKE_NONE;
+	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+	if (__lzchan_unlikely(len > f->rx_payload))
+		return __LZCHAN_TAKE_SLOW;
+	__lzchan_span_fill(m, h, len, f->cur_lane, peek + 1, rl->gen);
+	if (__lzchan_span_spend(f, 1))
+		return -EIO;
+	f->span_at = (const char *)h + f->slot_size;
+	rl->peek = peek + 1;
+	return 1;
+}
+
 /* Up to @n views from the span: how many, -EIO, or, none taken,
  * __LZCHAN_TAKE_NONE (nothing ready) or __LZCHAN_TAKE_SLOW (no span, or
  * a length over the slot's payload).  Each checked as
@@ -552,7 +576,7 @@ static inline int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t
 static inline int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 {
 	if (__lzchan_likely(ch && m)) {
-		int r = __lzchan_span_views((struct __lzchan_fast *)ch, m, 1);
+		int r = __lzchan_span_view((struct __lzchan_fast *)ch, m);
 
 		if (__lzchan_likely(r > 0))
 			return 0;

@@ -2296,6 +2296,8 @@ struct __lz_want {
 static inline __attribute__((always_inline)) int
 __lz_want_take(struct lzchan *ch, const struct __lz_want *w)
 {
+	if (w->n == 1)
+		return __lzchan_span_view(&ch->f, w->m);
 	return w->n ? __lzchan_span_views(&ch->f, w->m, w->n)
 		    : __lzchan_span_take(&ch->f, w->buf, w->cap, w->lane);
 }

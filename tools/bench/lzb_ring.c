@@ -325,12 +325,35 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 	/* The first message in place, for the node its memory is on. */
 	enum ring_impl impl = run->node == -2 ? IMPL_LIBCHAN_ZC : run->impl;
 	const int batch = run->batch < 64 ? run->batch : 64;
+	const uint32_t *d;
 
-	while (got < total) {
-		const uint32_t *d;
+	/* One loop per row, no dispatch per message (as the baselines'). */
+	if (impl == IMPL_LIBCHAN_ZC) {
+		/* The first message in place, for the node its memory is on. */
+		while ((r = lzchan_peek(ch, &mb[0])) == -EAGAIN || r == -EPIPE)
+			lzb_spin(&spins);
+		if (r || mb[0].len != payload)
+			goto bad;
+		run->node = lzb_mem_node(mb[0].data);
+		/* The module maps raw page frames, which get_mempolicy()
+		 * cannot look up: report the node it allocated from (it falls
+		 * back to another only when that one is full). */
+		if (run->node < 0) {
+			struct lzchan_geom g;
 
-		switch (impl) {
-		case IMPL_LIBCHAN:
+			if (!lzchan_geometry(ch, &g) && g.backend == LZCHAN_BACKEND_DEV)
+				run->node = g.numa_node;
+		}
+		d = mb[0].data;
+		if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+			goto order;
+		expect[d[1]]++;
+		lzchan_release(ch, &mb[0]);
+		got++;
+		impl = run->impl;	/* then the row's own */
+	}
+	if (impl == IMPL_LIBCHAN) {
+		while (got < total) {
 			r = lzchan_recv(ch, buf, sizeof(buf), &lane);
 			if (r == -EAGAIN || r == -EPIPE) {	/* EPIPE: a sender finished */
 				lzb_spin(&spins);
@@ -343,8 +366,9 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 				goto order;
 			expect[d[1]]++;
 			got++;
-			break;
-		case IMPL_LIBCHAN_ZC:
+		}
+	} else if (impl == IMPL_LIBCHAN_ZC) {
+		while (got < total) {
 			r = lzchan_peek(ch, &mb[0]);
 			if (r == -EAGAIN || r == -EPIPE) {
 				lzb_spin(&spins);
@@ -353,26 +377,14 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 			if (r || mb[0].len != payload)
 				goto bad;
 			d = mb[0].data;
-			if (__lzchan_unlikely(run->node == -2)) {
-				struct lzchan_geom g;
-
-				run->node = lzb_mem_node(d);
-				/* The module maps raw page frames, which
-				 * get_mempolicy() cannot look up: report the
-				 * node it allocated from (it falls back to
-				 * another only when that one is full). */
-				if (run->node < 0 && !lzchan_geometry(ch, &g) &&
-				    g.backend == LZCHAN_BACKEND_DEV)
-					run->node = g.numa_node;
-				impl = run->impl;	/* then the row's own */
-			}
 			if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
 				goto order;
 			expect[d[1]]++;
 			lzchan_release(ch, &mb[0]);
 			got++;
-			break;
-		default:	/* batch */
+		}
+	} else {	/* batch */
+		while (got < total) {
 			r = lzchan_recv_batch(ch, mb, (unsigned int)batch);
 			if (r == -EAGAIN || r == -EPIPE) {
 				lzb_spin(&spins);
@@ -390,7 +402,6 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 			}
 			lzchan_release(ch, &mb[r - 1]);
 			got += (uint64_t)r;
-			break;
 		}
 	}
 	run->rx_msgs = got;
