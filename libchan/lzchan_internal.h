@@ -153,7 +153,11 @@ struct lzchan {
 					 * lzchan_wake(), or -1 */
 	int closefd;			/* receiver: inotify in the set, for a
 					 * writer's close of the channel file
-					 * (a sender's death), or -1 */
+					 * (a sender's death, a cut, a ring of
+					 * last resort), or -1 */
+	int spare;			/* receiver: a descriptor held back, to
+					 * refuse a connection with when the
+					 * process has no other (EMFILE), or -1 */
 	bool sweep_again;		/* receiver: look at the locks once more
 					 * when hupfd fires (after a close) */
 	uint64_t swept_ns;		/* receiver: the last such look */
@@ -221,6 +225,7 @@ bool __lzchan_query_barrier(void);
 /* lzchan_sock.c */
 int __lzchan_sock_listen(struct lzchan *ch);
 void __lzchan_sock_armed(struct lzchan *ch);
+void __lzchan_sock_touch(struct lzchan *ch);
 void __lzchan_sock_close(struct lzchan *ch);
 struct stat;
 void __lzchan_sock_unlink(const char *path, const struct stat *st);

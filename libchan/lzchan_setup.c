@@ -1029,6 +1029,7 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	ch->lsock = -1;
 	ch->wakefd = -1;
 	ch->closefd = -1;
+	ch->spare = -1;
 	ch->hupfd = -1;
 	ch->sock = -1;
 	ch->lane = LZCHAN_LANE_NONE;

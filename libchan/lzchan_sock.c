@@ -18,9 +18,11 @@
  *   receiver's the same way.
  * - The receiver's event fd is an epoll set of the listening socket,
  *   every connection, an eventfd that lzchan_wake() writes, and an
- *   inotify watch for a writer's close of the channel file: a sender that
- *   dies without ever having connected (it attached before the receiver
- *   and has not sent since) shows then, in its lock.  lzchan_arm() stores rx->armed before announcing
+ *   inotify watch on the channel file: a writer's close (a sender that
+ *   dies without ever having connected -- it attached before the
+ *   receiver and has not sent since -- shows then, in its lock), a cut
+ *   (IN_MODIFY), and the ring of a sender that cannot connect (it sets
+ *   the file's times: IN_ATTRIB).  lzchan_arm() stores rx->armed before announcing
  *   "parked"; a sender that owes a parked receiver a wake sends one byte
  *   on its connection when it is armed (the futex otherwise): one system
  *   call either way, and only when the receiver sleeps.  Receiving
@@ -173,12 +175,16 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	if (ch->hupfd < 0 || epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->hupfd, &ev) < 0)
 		return -errno;
 	/* So does a writer's close of the channel file (every sender holds
-	 * it open for writing: a death closes it): the file we hold, by its
-	 * /proc/self/fd link (inotify follows it to the inode). */
+	 * it open for writing: a death closes it), a cut (truncate: nobody
+	 * write()s the file, they map it) and a ring of last resort (a
+	 * sender that cannot reach the socket touches the file's times:
+	 * __lzchan_sock_touch()): the file we hold, by its /proc/self/fd
+	 * link (inotify follows it to the inode). */
 	ch->closefd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ch->fd);
 	ev.data.u64 = TAG_CLOSE;
-	if (ch->closefd >= 0 && (inotify_add_watch(ch->closefd, proc, IN_CLOSE_WRITE) < 0 ||
+	if (ch->closefd >= 0 && (inotify_add_watch(ch->closefd, proc,
+						   IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB) < 0 ||
 				 epoll_ctl(ch->evfd, EPOLL_CTL_ADD, ch->closefd, &ev) < 0)) {
 		close(ch->closefd);
 		ch->closefd = -1;
@@ -186,34 +192,49 @@ int __lzchan_sock_listen(struct lzchan *ch)
 	/* Without it (the user's inotify instances or watches run out: 128
 	 * instances by default), an armed receiver looks at the locks every
 	 * SWEEP_NOTIFY_NS instead (__lzchan_sock_armed()). */
+	ch->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
-/* The receiver arms (lzchan_arm(), after a service): the timer for the
- * look a close still owes (__lz_sock_closed()), or, without the close
- * watch, for a look at the locks now and then while it sleeps. */
-void __lzchan_sock_armed(struct lzchan *ch)
+/* Make the event fd readable in @ns (< 1 s) through the hang-up timer,
+ * unless it already will sooner (a hang-up's look, every HUP_RETRY_NS,
+ * does this one too). */
+static void __lz_sock_timer(struct lzchan *ch, long ns)
 {
-	struct itimerspec its = { 0 }, now;
-	uint64_t since = __lzchan_now_ns() - ch->swept_ns;
+	struct itimerspec its = { .it_value.tv_nsec = ns }, now;
 
 	if (ch->hupfd < 0)
 		return;
-
-	if (ch->sweep_again)
-		its.it_value.tv_nsec = since < HUP_RETRY_NS ? HUP_RETRY_NS - since : 1;
-	else if (ch->closefd < 0)
-		its.it_value.tv_nsec = SWEEP_NOTIFY_NS;
-	else
-		return;
-	ch->sweep_again = true;
-	/* A look the timer already owes sooner (a hang-up's, every
-	 * HUP_RETRY_NS) is not put off: it does this one too. */
 	if (timerfd_gettime(ch->hupfd, &now) == 0 &&
 	    (now.it_value.tv_sec || now.it_value.tv_nsec) && !now.it_value.tv_sec &&
 	    now.it_value.tv_nsec <= its.it_value.tv_nsec)
 		return;
 	timerfd_settime(ch->hupfd, 0, &its, NULL);
+}
+
+/* The look a close still owes (__lz_sock_closed()), HUP_RETRY_NS after
+ * the last: by the timer, so that a receiver asleep on its event fd has
+ * it too. */
+static void __lz_sock_sweep_owed(struct lzchan *ch)
+{
+	uint64_t since = __lzchan_now_ns() - ch->swept_ns;
+
+	__lz_sock_timer(ch, since < HUP_RETRY_NS ? (long)(HUP_RETRY_NS - since) : 1);
+}
+
+/* The receiver arms (lzchan_arm(), after a service): the timer for the
+ * look a close still owes, or, without the close watch, for a look at the
+ * locks now and then while it sleeps. */
+void __lzchan_sock_armed(struct lzchan *ch)
+{
+	if (ch->sweep_again) {
+		__lz_sock_sweep_owed(ch);
+	} else if (ch->closefd >= 0) {
+		return;
+	} else {
+		ch->sweep_again = true;
+		__lz_sock_timer(ch, SWEEP_NOTIFY_NS);
+	}
 }
 
 /* Close the socket side of @ch: the receiver's name goes with it.  Every
@@ -244,6 +265,9 @@ void __lzchan_sock_close(struct lzchan *ch)
 	if (ch->closefd >= 0)
 		close(ch->closefd);
 	ch->closefd = -1;
+	if (ch->spare >= 0)
+		close(ch->spare);
+	ch->spare = -1;
 	if (ch->sock >= 0)
 		close(ch->sock);
 	ch->sock = -1;
@@ -379,12 +403,16 @@ static void __lz_sock_closed(struct lzchan *ch, uint64_t now, bool fresh)
 
 	if (now - ch->swept_ns < HUP_RETRY_NS) {
 		ch->sweep_again |= fresh;	/* too soon: later */
-		return;
+	} else {
+		ch->swept_ns = now;
+		for (i = 0; i < ch->f.max_senders; i++)
+			(void)__lzchan_rx_hup_look(ch, i);
+		ch->sweep_again = fresh;
 	}
-	ch->swept_ns = now;
-	for (i = 0; i < ch->f.max_senders; i++)
-		(void)__lzchan_rx_hup_look(ch, i);
-	ch->sweep_again = fresh;
+	/* Whichever service took the news (an arm's, a look's at the bell,
+	 * a sleeping receiver's look), the next look comes by the timer. */
+	if (ch->sweep_again)
+		__lz_sock_sweep_owed(ch);
 }
 
 /* Take new connections and hellos, and drain the wake bytes. */
@@ -452,6 +480,17 @@ void __lzchan_sock_service(struct lzchan *ch)
 					ch->pending_ns[ch->npending] = now;
 					ch->pending[ch->npending++] = fd;
 				}
+				/* Out of descriptors: the connection would stay
+				 * queued and the socket readable for ever.  Refuse
+				 * it with the one held back (the sender then rings
+				 * through the file: __lzchan_sock_touch()). */
+				if ((errno == EMFILE || errno == ENFILE) && ch->spare >= 0) {
+					close(ch->spare);
+					fd = accept4(ch->lsock, NULL, NULL, SOCK_CLOEXEC);
+					if (fd >= 0)
+						close(fd);
+					ch->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+				}
 			} else if (tag & TAG_PENDING) {
 				fd = (int)(uint32_t)tag;
 				for (i = 0; i < ch->npending && ch->pending[i] != fd; i++)
@@ -471,15 +510,21 @@ void __lzchan_sock_service(struct lzchan *ch)
 				fd = (int)(uint32_t)(tag >> 32);
 				if (lane >= ch->f.max_senders || ch->conn[lane] != fd)
 					continue;	/* a predecessor's event */
-				if (evs[k].events & (EPOLLHUP | EPOLLERR)) {
-					__lz_sock_drop(ch, ch->conn[lane]);
-					ch->conn[lane] = -1;
-					ch->watch[lane].hup_looks = HUP_LOOKS;
-					hup = true;
-					continue;
+				if (!(evs[k].events & (EPOLLHUP | EPOLLERR))) {
+					ssize_t got;
+
+					while ((got = recv(fd, junk, sizeof(junk), MSG_DONTWAIT)) > 0)
+						;
+					/* 0: the sender shut its side down (or
+					 * sent an empty record, which no honest one
+					 * does): readable for ever, so a hang-up. */
+					if (got < 0)
+						continue;
 				}
-				while (recv(ch->conn[lane], junk, sizeof(junk), MSG_DONTWAIT) > 0)
-					;
+				__lz_sock_drop(ch, ch->conn[lane]);
+				ch->conn[lane] = -1;
+				ch->watch[lane].hup_looks = HUP_LOOKS;
+				hup = true;
 			}
 		}
 	} while (n == 32);
@@ -577,6 +622,15 @@ int __lzchan_sock_connect(struct lzchan *ch)
 		return -1;
 	}
 	return 0;
+}
+
+/* Ring an armed receiver that our connection cannot reach (no descriptor
+ * to connect with, its backlog full, a receiver we may not talk to): set
+ * the channel file's times, which its inotify watch reports (IN_ATTRIB).
+ * We opened the file for writing, so this needs no permission more. */
+void __lzchan_sock_touch(struct lzchan *ch)
+{
+	(void)futimens(ch->fd, NULL);
 }
 
 /* Ring an armed receiver: one byte on our connection.  0, or -1 (use the

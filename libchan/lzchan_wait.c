@@ -34,8 +34,9 @@
  * bound the damage where the platform delays one.  Seen on a paravirtual
  * host: after membarrier IPIs, a futex waiter that FUTEX_WAKE reported
  * woken ran only at its CPU's next timer (reproduced without lzchan: see
- * Documentation/libchan/design.rst).  One extra wakeup a second, with no
- * spin after it, costs a parked receiver next to nothing.
+ * Documentation/libchan/design.rst).  One extra wakeup in 10 s, with no
+ * spin after it, costs a parked receiver next to nothing; on such a
+ * platform a delayed wake then costs up to 10 s.
  */
 #define MAX_SLEEP_NS		10000000000ULL
 /* shm without a doorbell socket: nothing tells a sleeping receiver that a
@@ -115,9 +116,12 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 				__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_RELAXED);
 				return;
 			}
-			/* Not reached: this episode is not woken, the next
-			 * send tries again (the futex wake below reaches a
-			 * receiver that disarmed meanwhile). */
+			/* Not reached through the socket: through the file's
+			 * inotify watch instead, and the futex below (for a
+			 * receiver that disarmed meanwhile, or one parked on
+			 * the futex).  Not counted as reached: the next send
+			 * tries the socket again. */
+			__lzchan_sock_touch(ch);
 			ch->f.woken_parked = before;
 		}
 		/* Change the word the receiver waits on, then wake it: a wake
@@ -257,7 +261,10 @@ static int __lz_sleep_parked(struct lzchan *ch, uint64_t deadline, uint64_t cap,
 		if (r != 0 || !stay)
 			break;
 		now = __lzchan_now_ns();
-		if (now >= deadline || __lzchan_rx_pending(ch))
+		/* A cut the look met (or the guard saw) is the receive's
+		 * -EIO, not a reason to sleep on. */
+		if (now >= deadline || __lzchan_rx_pending(ch) || __lzchan_cut(&ch->f) ||
+		    __lzchan_guard_lost(ch->guard))
 			break;
 	}
 	/* The receive after a sleep looks in full (a verdict, an end),
@@ -353,7 +360,7 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 			return r;
 		/* Spin once, before the first sleep: a wake that brought
 		 * nothing (a bound, a stranger's byte) parks again at once,
-		 * so an idle receiver costs one wakeup a second at most. */
+		 * so an idle receiver costs one wakeup in 10 s. */
 		spin_end = slept ? now : now + ch->spin_ns;
 		while (now < spin_end && now < deadline) {
 			for (i = 0; i < 64; i++) {

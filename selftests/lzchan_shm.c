@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
@@ -1952,6 +1953,164 @@ TEST(armed_receiver_hears_an_unconnected_sender_die)
 	}
 	while (nhog)
 		close(hog[--nhog]);
+	rmdir(dir);
+}
+
+/* CPU seconds this thread has used. */
+static double thread_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* Lower this process's descriptor limit to what it has open now. */
+static void no_more_fds(void)
+{
+	struct rlimit rl = { .rlim_max = 4096 };
+	int fd = dup(0);
+
+	close(fd);
+	rl.rlim_cur = fd;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/*
+ * lzchan_recv_wait() on shm sleeps on its event fd (the doorbell socket
+ * and an inotify watch), and nothing else wakes it: so everything that
+ * must end its sleep has to reach that fd, and nothing may leave it
+ * readable for ever (a review found each of these broken):
+ *  0. a sender that cannot connect (no descriptor left) rings through
+ *     the file's times (IN_ATTRIB): its message ends the wait;
+ *  1. a receiver with no descriptor left refuses a sender's connection
+ *     instead of leaving the listening socket readable (it spun);
+ *  2. a sender that shuts its connection down (recv() 0, no hang-up) is
+ *     dropped, not read for ever (it spun);
+ *  3. the file cut short (truncate) under a receiver that waits for ever
+ *     wakes it (IN_MODIFY), with -EIO.
+ */
+TEST(parked_shm_receiver_hears_everything_and_never_spins)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 2);
+	int ready[2], go[2], round, r, st;
+	char dir[64], path[128], buf[16], b;
+	struct lzchan *rx;
+	uint32_t lane;
+	double cpu;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	path_of(path, sizeof(path), dir, "spin");
+	for (round = 0; round < 4; round++) {
+		ASSERT_EQ(1, lzchan_create("spin", &o, LZCHAN_EXCL));
+		ASSERT_EQ(0, pipe(ready));
+		ASSERT_EQ(0, pipe(go));
+		if (round == 3) {
+			/* Waits for ever, as a program would; a hang is a
+			 * failure, not a stuck suite. */
+			pid = fork();
+			ASSERT_LE(0, pid);
+			if (!pid) {
+				alarm(30);
+				if (lzchan_open(&rx, "spin", LZCHAN_RECEIVER, NULL) ||
+				    write(ready[1], "r", 1) != 1)
+					_exit(2);
+				r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, -1);
+				_exit(r == -EIO ? 0 : 3);
+			}
+			ASSERT_EQ(1, read(ready[0], &b, 1));
+			usleep(300000);		/* parked by then */
+			ASSERT_EQ(0, truncate(path, 0));
+			ASSERT_EQ(pid, waitpid(pid, &st, 0));
+			EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+				TH_LOG("round 3: a cut under a parked receiver: status %#x", st);
+			goto next;
+		}
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct lzchan *tx;
+			int fd;
+
+			if (round != 0 && read(go[0], &b, 1) != 1)
+				_exit(2);	/* rounds 1, 2: after the receiver */
+			if (lzchan_open(&tx, "spin", LZCHAN_SENDER, NULL) ||
+			    write(ready[1], "s", 1) != 1)
+				_exit(2);
+			if (round == 2) {
+				/* Its connection to the receiver: shut down. */
+				for (fd = 3; fd < 64; fd++) {
+					int type = 0;
+					socklen_t tl = sizeof(type);
+
+					if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+					    type == SOCK_SEQPACKET)
+						shutdown(fd, SHUT_WR);
+				}
+			}
+			if (round == 0) {
+				if (read(go[0], &b, 1) != 1)
+					_exit(2);
+				usleep(300000);	/* the receiver parks meanwhile */
+				no_more_fds();
+				if (lzchan_send(tx, "late", 5))
+					_exit(3);
+			}
+			pause();
+			_exit(0);
+		}
+		if (round == 0)
+			ASSERT_EQ(1, read(ready[0], &b, 1));	/* attached first */
+		ASSERT_EQ(0, lzchan_open(&rx, "spin", LZCHAN_RECEIVER, NULL));
+		if (round == 1)
+			no_more_fds();
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		if (round)
+			ASSERT_EQ(1, read(ready[0], &b, 1));
+		cpu = thread_cpu_s();
+		if (round == 0) {
+			/* For ever, as a program waits; a signal after 8 s
+			 * (-EINTR) stands for "never" (the 10 s look would
+			 * find the message). */
+			struct sigaction sa = { .sa_handler = on_alarm };
+
+			sigaction(SIGALRM, &sa, NULL);
+			alarm(8);
+			r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, -1);
+			alarm(0);
+		} else {
+			r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 1500000000LL);
+		}
+		cpu = thread_cpu_s() - cpu;
+		if (round == 0) {
+			EXPECT_EQ(5, r) TH_LOG("round 0: the unconnected sender's message never woke us");
+		} else {
+			EXPECT_EQ(-ETIMEDOUT, r);
+			/* Asleep, not spinning: well under the 1.5 s. */
+			EXPECT_GT(0.5, cpu) TH_LOG("round %d: %.2f s of CPU in a 1.5 s wait", round, cpu);
+		}
+		kill(pid, SIGKILL);
+		ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+		lzchan_close(rx);
+		if (round == 1) {
+			struct rlimit rl = { .rlim_cur = 1024, .rlim_max = 4096 };
+
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+next:
+		close(ready[0]);
+		close(ready[1]);
+		close(go[0]);
+		close(go[1]);
+		lzchan_unlink("spin");
+	}
 	rmdir(dir);
 }
 
