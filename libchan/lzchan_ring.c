@@ -1169,19 +1169,25 @@ static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
 	uint64_t st = __lz_load_acq(&rl->info->status);
 	uint32_t seq;
 
+	/* Views of the lane still out: its end waits for their release,
+	 * which only this receiver makes (__lz_rx_empty()), so an end is not
+	 * pending until then -- else a receiver holding a view of a closed
+	 * lane would never park, and spin. */
+	bool viewed = rl->peek != rl->head;
+
 	if (rl->state == __LZ_RL_BROKEN)
 		return false;
 	if (LZCHAN_STATUS_GEN(st) != rl->gen) {
 		/* An end of stream is owed to the user: pending.  Else a new
 		 * sender arrived with nothing owed: just follow it. */
 		if (rl->gen && rl->state != __LZ_RL_DONE)
-			return true;
+			return !viewed;
 		rl->gen = LZCHAN_STATUS_GEN(st);
 		if (rl->state == __LZ_RL_DONE)
 			rl->state = __LZ_RL_IDLE;
 	}
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE &&
-	    __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes), true))
+	    !viewed && __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes), true))
 		return true;
 	seq = __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq);
 	return seq == rl->peek + 1;

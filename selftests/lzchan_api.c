@@ -1504,6 +1504,40 @@ TEST(parked_receiver_wakes_only_for_news)
 		close(hog[--nhog]);
 }
 
+/*
+ * A receiver that holds a view of a lane whose sender then closed: the
+ * lane's end waits for the view's release, which only the receiver can
+ * make, so a wait in between sleeps (it spun at 100% CPU: the park saw the
+ * end as pending, the receive refused it while the view was out); after
+ * the release the end comes.
+ */
+TEST(held_view_of_a_closed_lane_parks_until_released)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 2);
+	struct lzchan_msg m;
+	struct rusage a, b;
+	char buf[16];
+	struct pair p;
+	uint32_t lane = 99;
+	double cpu;
+
+	ASSERT_EQ(0, pair_open(&p, "heldview", o));
+	ASSERT_EQ(0, lzchan_send(p.tx, "x", 1));
+	ASSERT_EQ(0, lzchan_peek(p.rx, &m));
+	lzchan_close(p.tx);
+	p.tx = NULL;
+	ASSERT_EQ(0, getrusage(RUSAGE_THREAD, &a));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_recv_wait(p.rx, buf, sizeof(buf), &lane, 1500000000LL));
+	ASSERT_EQ(0, getrusage(RUSAGE_THREAD, &b));
+	cpu = (b.ru_utime.tv_sec - a.ru_utime.tv_sec) + (b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+	      ((b.ru_utime.tv_usec - a.ru_utime.tv_usec) + (b.ru_stime.tv_usec - a.ru_stime.tv_usec)) / 1e6;
+	EXPECT_GT(0.5, cpu) TH_LOG("%.2f s of CPU in a 1.5 s wait", cpu);
+	lzchan_release(p.rx, &m);
+	EXPECT_EQ(-EPIPE, lzchan_recv_wait(p.rx, buf, sizeof(buf), &lane, 5000000000LL));
+	EXPECT_EQ(0, lane);
+	pair_close(&p);
+}
+
 struct blocked {
 	struct lzchan *ch;
 	int64_t timeout_ns;
