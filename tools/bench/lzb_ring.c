@@ -308,6 +308,16 @@ static int ring_sender(struct ring_run *run, int i)
 	return r ? 1 : 0;
 }
 
+/* libchan's rows' check of a message: from a sender there is (1..@senders,
+ * named in the payload), the next of that sender's. */
+static inline bool ring_in_order(const uint32_t *d, uint32_t senders, uint64_t *expect)
+{
+	if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+		return false;
+	expect[d[1]]++;
+	return true;
+}
+
 /* libchan receive loop; returns 0 or 1 (and says why in run->why).  Not
  * inlined: callgrind counts it by name (--inner). */
 static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struct lzchan *ch, uint64_t total,
@@ -345,9 +355,8 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 				run->node = g.numa_node;
 		}
 		d = mb[0].data;
-		if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+		if (!ring_in_order(d, senders, expect))
 			goto order;
-		expect[d[1]]++;
 		lzchan_release(ch, &mb[0]);
 		got++;
 		impl = run->impl;	/* then the row's own */
@@ -362,9 +371,8 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 			if (r != (int)payload)
 				goto bad;
 			d = buf;
-			if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+			if (!ring_in_order(d, senders, expect))
 				goto order;
-			expect[d[1]]++;
 			got++;
 		}
 	} else if (impl == IMPL_LIBCHAN_ZC) {
@@ -377,9 +385,8 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 			if (r || mb[0].len != payload)
 				goto bad;
 			d = mb[0].data;
-			if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+			if (!ring_in_order(d, senders, expect))
 				goto order;
-			expect[d[1]]++;
 			lzchan_release(ch, &mb[0]);
 			got++;
 		}
@@ -396,9 +403,8 @@ static __attribute__((noinline)) int ring_rx_libchan(struct ring_run *run, struc
 				d = mb[k].data;
 				if (mb[k].len != payload)
 					goto bad;
-				if (d[1] < 1 || d[1] > senders || d[0] != (uint32_t)expect[d[1]])
+				if (!ring_in_order(d, senders, expect))
 					goto order;
-				expect[d[1]]++;
 			}
 			lzchan_release(ch, &mb[r - 1]);
 			got += (uint64_t)r;
