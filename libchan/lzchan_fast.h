@@ -350,9 +350,11 @@ static inline int __lzchan_span_view(struct __lzchan_fast *f, struct lzchan_msg 
 
 	if (__lzchan_unlikely(!f->span))
 		return __LZCHAN_TAKE_SLOW;
-	/* As in __lzchan_span_take(). */
+	/* Pairs with the sender's release store of seq. */
 	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
 		return __LZCHAN_TAKE_NONE;
+	/* Relaxed, read once (published by that seq), and bounded before
+	 * the view is given out. */
 	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 	if (__lzchan_unlikely(len > f->rx_payload))
 		return __LZCHAN_TAKE_SLOW;

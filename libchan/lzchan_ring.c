@@ -2017,9 +2017,9 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	if (n > due)
 		n = due;
 	(void)__lz_rx_view_gen(rl);	/* the views' generation */
-	/* The loads above may have met a cut (the handler zeroed a span of
-	 * 0): no span over the replacement.  The signal fence keeps this
-	 * load after them. */
+	/* The loads above may have met a cut (the handler zeroes span,
+	 * which is still 0 here, so only the cut word tells): no span over
+	 * the replacement.  The signal fence keeps this load after them. */
 	if (__lzchan_cut(&ch->f))
 		return false;
 	ch->f.cur = rl;
