@@ -20,6 +20,9 @@
  * changed under a mutex and never freed, only reused, so a handler walking
  * the list never follows a freed pointer; each has a sequence count, odd
  * while it changes, so a handler never acts on a range half rewritten.
+ *
+ * Floor 0: calls no other file of libchan (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").
  */
 #include <errno.h>
 #include <pthread.h>

@@ -38,7 +38,7 @@ struct __lzchan_rxwatch {
 	uint64_t closed_held_ns;	/* shm: CLOSED said, lock found held */
 	uint64_t held_departures;	/* hdr->departures before that look */
 	uint32_t hup_looks;		/* shm: looks owed at its lock after its
-					 * connection hung up (__lzchan_rx_hup_look) */
+					 * connection hung up (__lzchan_shm_hup_look) */
 	int end_cause;			/* LZCHAN_END_* of the last end reported */
 	uint64_t stall_ns;		/* 0, or since when the sender claims more
 					 * than is ready at stall_pos */
@@ -195,13 +195,22 @@ struct __lzchan_shm_file {
 
 #define SHM_FILE_TEMP		(1U << 0)	/* the name goes with the receiver */
 
-/* lzchan_ring.c: the inline send's gate (struct __lzchan_fast), kept
- * whenever what it summarises changes. */
-void __lzchan_tx_gate(struct lzchan *ch);
-void __lzchan_rx_attn_active(struct lzchan *ch);
-void __lzchan_rx_attn_all(struct lzchan *ch);
+/*
+ * The library's floors (Documentation/libchan/design.rst, "The library's
+ * floors"), bottom up.  A file calls only into floors below its own, and
+ * selftests/lzchan_floors.sh checks that no file calls up or in a circle.
+ */
 
-/* lzchan_setup.c */
+/* Floor 0, lzchan_guard.c: the SIGBUS guard (declared above). */
+
+/* Floor 0, lzchan_sys.c: the clock and the memory barriers. */
+uint64_t __lzchan_now_ns(void);
+int __lzchan_heavy_barrier(struct lzchan *ch);
+bool __lzchan_register_sender_barrier(void);
+bool __lzchan_query_barrier(void);
+
+/* Floor 0, lzchan_file.c: names, geometry, the backend, the shm file. */
+int __lzchan_name_check(const char *name);
 int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_senders);
 uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count);
 /* The device fd to use, -ENOENT meaning "use shm", or another -errno. */
@@ -209,20 +218,16 @@ int __lzchan_pick(void);
 int __lzchan_shm_path(char *buf, size_t len, const char *name);
 void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
 			 uint32_t slot_count, uint32_t max_senders, uint64_t page);
+int __lzchan_lock(int fd, int64_t byte);
+int __lzchan_unlock(int fd, int64_t byte);
 /* 1 if another open file description holds @byte, 0 if none, -errno. */
 int __lzchan_locked(int fd, int64_t byte);
 int __lzchan_shm_lane_alive(struct lzchan *ch, uint32_t lane);
 int __lzchan_shm_rx_alive(struct lzchan *ch);
-int __lzchan_name_check(const char *name);
+bool __lzchan_shm_lane_look(struct lzchan *ch, uint32_t lane);
+bool __lzchan_shm_hup_look(struct lzchan *ch, uint32_t lane);
 
-/* lzchan_wait.c */
-uint64_t __lzchan_now_ns(void);
-void __lzchan_wake(struct lzchan *ch, uint32_t parked);
-int __lzchan_heavy_barrier(struct lzchan *ch);
-bool __lzchan_register_sender_barrier(void);
-bool __lzchan_query_barrier(void);
-
-/* lzchan_sock.c */
+/* Floor 1, lzchan_sock.c: the shm doorbell socket. */
 int __lzchan_sock_listen(struct lzchan *ch);
 void __lzchan_sock_armed(struct lzchan *ch);
 void __lzchan_sock_touch(struct lzchan *ch);
@@ -234,17 +239,29 @@ int __lzchan_sock_peer(struct lzchan *ch, uint32_t lane, struct ucred *out);
 int __lzchan_sock_connect(struct lzchan *ch);
 int __lzchan_sock_ring(struct lzchan *ch);
 
-/* lzchan_ring.c */
+/* Floor 2, lzchan_wake.c: a sender's bell and wake. */
+void __lzchan_wake(struct lzchan *ch, uint32_t parked);
+void __lzchan_ring(struct lzchan *ch);
+
+/* Floor 3, lzchan_ring.c: send and receive.  __lzchan_tx_gate() keeps the
+ * inline send's gate (struct __lzchan_fast) whenever what it summarises
+ * changes. */
+void __lzchan_tx_gate(struct lzchan *ch);
+void __lzchan_tx_init(struct lzchan *ch);
+void __lzchan_rx_attn_active(struct lzchan *ch);
+void __lzchan_rx_attn_all(struct lzchan *ch);
 void __lzchan_rx_init_lanes(struct lzchan *ch);
 void __lzchan_rx_quiet_revoke(struct lzchan *ch);
 void __lzchan_rx_disarm(struct lzchan *ch, bool drain);
-void __lzchan_ring(struct lzchan *ch);
 uint64_t __lzchan_rx_verdict_due(const struct lzchan *ch, uint64_t now);
 void __lzchan_rx_publish_all(struct lzchan *ch);
 bool __lzchan_rx_pending(struct lzchan *ch);
-bool __lzchan_rx_hup_look(struct lzchan *ch, uint32_t lane);
-void __lzchan_tx_init(struct lzchan *ch);
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
+
+/* The top floors hold the public API only (declared in lzchan.h): floor 4,
+ * lzchan_stat.c (channels seen without opening them); floor 5,
+ * lzchan_setup.c (opening and closing, both backends); floor 6,
+ * lzchan_wait.c (waiting). */
 
 /* Was lzchan_wake() called since we last looked?  Takes the request. */
 static inline bool __lzchan_woken(struct lzchan *ch)

@@ -21,6 +21,10 @@
  * is acknowledged like an ended one (-EPIPE), so it can take a new sender.
  * The head is published (release) every publish_every slots and whenever
  * the receiver goes idle.
+ *
+ * Floor 3: send and receive, above the shm file, the doorbell socket, the
+ * guard and the bell and wake (lzchan_wake.c), below opening (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").
  */
 #include <errno.h>
 #include <time.h>
@@ -1312,48 +1316,6 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 	}
 }
 
-/* shm: is the lane's sender dead?  (Checked on slow paths only.) */
-static bool __lz_rx_liveness(struct lzchan *ch, uint32_t i)
-{
-	struct __lzchan_rxlane *rl = &ch->f.lanes[i];
-	/* Pairs with the shm sender's release store of its status. */
-	uint64_t st = __lz_load_acq(&rl->info->status);
-
-	if (ch->backend != LZCHAN_BACKEND_SHM ||
-	    LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED)
-		return false;
-	if (__lzchan_shm_lane_alive(ch, i) == 0) {
-		/* Its lock is free: mark the lane closed, as the module would.
-		 * Pairs with the CAS in __lzchan_shm_claim(). */
-		if (__atomic_compare_exchange_n(&((struct lzchan_shm_lane *)rl->info)->status,
-				&st, LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
-				false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			ch->departed = true;
-	}
-	return true;		/* a system call was made */
-}
-
-/*
- * shm: lane @i's sender hung up its connection to our socket: it closed,
- * or died.  A death leaves its status ATTACHED, and only its lock tells;
- * look now (the event loop that woke for the hang-up may not look again
- * until something else wakes it).  True while the status still says
- * ATTACHED: the sender lives on, or is dying and has not yet closed the
- * channel file -- the caller looks again a little later.
- */
-bool __lzchan_rx_hup_look(struct lzchan *ch, uint32_t i)
-{
-	/* Pairs with the release store of the lane status (the sender's
-	 * close, a claimer's or our liveness CAS). */
-	if (LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.lanes[i].info->status)) !=
-	    LZCHAN_LANE_ATTACHED)
-		return false;
-	__lz_rx_liveness(ch, i);
-	/* As above: the CAS in __lz_rx_liveness() stored CLOSED if dead. */
-	return LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.lanes[i].info->status)) ==
-	       LZCHAN_LANE_ATTACHED;
-}
-
 /* An end of stream is being reported for lane @i's sender of @gen: how
  * did it leave (lzchan_end_cause())? */
 static void __lz_rx_ended(struct lzchan *ch, uint32_t i, uint32_t gen)
@@ -1758,7 +1720,7 @@ static void __lz_rx_scan(struct lzchan *ch)
 
 		if (ch->liveness_next >= ch->f.max_senders)
 			ch->liveness_next = 0;
-		if (__lz_rx_liveness(ch, lane) && ++looked >= LIVENESS_LANES)
+		if (__lzchan_shm_lane_look(ch, lane) && ++looked >= LIVENESS_LANES)
 			break;
 	}
 	for (i = 0; i < ch->f.max_senders; i++) {
@@ -2193,7 +2155,7 @@ static int __lz_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m
 	ret = __lz_rx_lane(ch, lane, m);
 	if (ret == -EAGAIN && ch->backend == LZCHAN_BACKEND_SHM &&
 	    ++ch->f.lanes[lane].idle % STATUS_SCAN_EVERY == 0)
-		__lz_rx_liveness(ch, lane);
+		__lzchan_shm_lane_look(ch, lane);
 	return __lz_touched(ch, ret);	/* as in lzchan_peek() */
 }
 

@@ -5,11 +5,12 @@
  * dev: /dev/lzchan creates the memory and maps each area with the
  *      protections of our role (see Documentation/userspace-api/lzchan.rst).
  * shm: a file /dev/shm/lzchan.<name> holding a small header page (the
- *      geometry and layout) followed by the same layout the module uses.
- *      Ownership is kept with open-file-description locks on bytes far past
- *      the end of the file: the receiver holds byte LOCK_BASE, the sender
- *      of lane i byte LOCK_BASE + 1 + i.  The kernel drops them when the
- *      holder dies, which is how peers' deaths are seen without a module.
+ *      geometry and layout) followed by the same layout the module uses,
+ *      with the locks of lzchan_file.c telling who owns what.
+ *
+ * Floor 5, above send and receive (lzchan_ring.c) and lzchan_stat(), below
+ * waiting (the floors: Documentation/libchan/design.rst, "The library's
+ * floors").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,47 +51,6 @@ void lzchan_opts_init(struct lzchan_opts *o)
 	o->spin_ns = 50000;
 }
 
-/* The same rule as the module's (see the UAPI header). */
-int __lzchan_name_check(const char *name)
-{
-	size_t len, i;
-
-	if (!name)
-		return -EINVAL;
-	len = strnlen(name, LZCHAN_NAME_SIZE);
-	if (len == LZCHAN_NAME_SIZE)
-		return -ENAMETOOLONG;
-	if (!len)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (name[i] < '!' || name[i] > '~' || name[i] == '/')
-			return -EINVAL;
-	return 0;
-}
-
-int __lzchan_geom_check(uint32_t slot_size, uint32_t slot_count,
-			uint32_t max_senders)
-{
-	if (slot_size < LZCHAN_SLOT_SIZE_MIN || slot_size > LZCHAN_SLOT_SIZE_MAX ||
-	    slot_size % LZCHAN_CACHELINE || (slot_size & (slot_size - 1)))
-		return -EINVAL;
-	if (slot_count < LZCHAN_SLOT_COUNT_MIN || slot_count > LZCHAN_SLOT_COUNT_MAX ||
-	    (slot_count & (slot_count - 1)))
-		return -EINVAL;
-	if (!max_senders || max_senders > LZCHAN_SENDERS_MAX)
-		return -EINVAL;
-	return 0;
-}
-
-/* The largest message of a channel (see LZCHAN_MSG_MAX).  One slot is
- * kept free for the "not ready" marker (lzchan_ring.c). */
-uint32_t __lzchan_max_msg(uint32_t slot_size, uint32_t slot_count)
-{
-	uint64_t m = (uint64_t)(slot_count - 1) * slot_size - sizeof(struct lzchan_slot_hdr);
-
-	return m > LZCHAN_MSG_MAX ? LZCHAN_MSG_MAX : (uint32_t)m;
-}
-
 static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 			      uint32_t slot_count, uint32_t max_senders)
 {
@@ -100,55 +60,6 @@ static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 	ch->f.mask = slot_count - 1;
 	ch->f.max_senders = max_senders;
 	ch->max_msg = __lzchan_max_msg(slot_size, slot_count);
-}
-
-enum { BACKEND_AUTO, BACKEND_FORCE_DEV, BACKEND_FORCE_SHM };
-
-static int __lzchan_backend_env(void)
-{
-	const char *e = getenv("LZCHAN_BACKEND");
-
-	if (!e || !*e || !strcmp(e, "auto"))
-		return BACKEND_AUTO;
-	if (!strcmp(e, "dev"))
-		return BACKEND_FORCE_DEV;
-	if (!strcmp(e, "shm"))
-		return BACKEND_FORCE_SHM;
-	return -EINVAL;
-}
-
-/*
- * Which backend: the device if it exists (an existing device we may not
- * open is an error, not a reason to use another namespace of names), else
- * shared memory.  Returns the open device fd, or -ENOENT meaning "shm".
- */
-int __lzchan_pick(void)
-{
-	int mode = __lzchan_backend_env(), fd;
-
-	if (mode < 0)
-		return mode;
-	if (mode == BACKEND_FORCE_SHM)
-		return -ENOENT;
-	fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (errno == ENOENT && mode == BACKEND_AUTO)
-		return -ENOENT;
-	if (errno == ENOENT)
-		return -ENODEV;		/* forced, but no module loaded */
-	return -errno;
-}
-
-int __lzchan_shm_path(char *buf, size_t len, const char *name)
-{
-	const char *dir = getenv("LZCHAN_SHM_DIR");
-
-	if (!dir || !*dir)
-		dir = "/dev/shm";
-	if ((size_t)snprintf(buf, len, "%s/lzchan.%s", dir, name) >= len)
-		return -ENAMETOOLONG;
-	return 0;
 }
 
 /* ---- the mappings ---- */
@@ -318,69 +229,6 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 }
 
 /* ---- shm backend ---- */
-
-void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
-			 uint32_t slot_count, uint32_t max_senders, uint64_t page)
-{
-	uint64_t lane;
-
-#define PG(x) (((x) + page - 1) / page * page)
-	memset(l, 0, sizeof(*l));
-	l->info_lanes = sizeof(struct lzchan_shm_hdr);
-	l->rx_lanes = LZCHAN_CTRL_STRIDE;
-	l->lane_slots = sizeof(struct lzchan_shm_tx);
-	l->info_off = 0;
-	l->info_size = PG(l->info_lanes + (uint64_t)max_senders * sizeof(struct lzchan_shm_lane));
-	l->rx_off = l->info_size;
-	l->rx_size = PG(l->rx_lanes + (uint64_t)max_senders * LZCHAN_CTRL_STRIDE);
-	l->bell_off = l->rx_off + l->rx_size;
-	l->bell_size = PG((max_senders + 63) / 64 * 8);
-	l->lanes_off = l->bell_off + l->bell_size;
-	lane = PG(l->lane_slots + (uint64_t)slot_count * slot_size);
-	l->lane_stride = lane;
-	l->lane_size = lane;
-#undef PG
-}
-
-static int __lzchan_lock(int fd, int64_t byte)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
-	};
-
-	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
-}
-
-static int __lzchan_unlock(int fd, int64_t byte)
-{
-	struct flock fl = {
-		.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
-	};
-
-	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
-}
-
-/* 1 if another open file description holds @byte, 0 if none, -errno. */
-int __lzchan_locked(int fd, int64_t byte)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1,
-	};
-
-	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return -errno;
-	return fl.l_type != F_UNLCK;
-}
-
-int __lzchan_shm_lane_alive(struct lzchan *ch, uint32_t lane)
-{
-	return __lzchan_locked(ch->fd, LOCK_BASE + 1 + lane);
-}
-
-int __lzchan_shm_rx_alive(struct lzchan *ch)
-{
-	return __lzchan_locked(ch->fd, LOCK_BASE);
-}
 
 static int __lzchan_mbind(void *p, size_t len, int node, bool strict)
 {

@@ -2,6 +2,9 @@
 /*
  * liblzchan: the shm backend's doorbell socket.
  *
+ * Floor 1: above the clock and the shm file only (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").
+ *
  * The module gives a receiver an eventfd that senders signal through it
  * (LZCHAN_IOC_WAKE), and tells who is on each lane (LZCHAN_IOC_PEER).  The
  * shm backend gets both from a Unix socket the receiver listens on, named
@@ -364,7 +367,7 @@ out:
 
 /*
  * Senders whose connection hung up while their lane said ATTACHED: look at
- * their locks (__lzchan_rx_hup_look()), and while any look is still owed,
+ * their locks (__lzchan_shm_hup_look()), and while any look is still owed,
  * set the timer that wakes the event fd for the next.  A dead sender's end
  * is then found even by an event loop that sleeps until its fd fires.
  */
@@ -379,7 +382,7 @@ static void __lz_sock_hup(struct lzchan *ch)
 
 		if (!w->hup_looks)
 			continue;
-		if (__lzchan_rx_hup_look(ch, i) && --w->hup_looks)
+		if (__lzchan_shm_hup_look(ch, i) && --w->hup_looks)
 			owed = true;
 		else
 			w->hup_looks = 0;
@@ -406,7 +409,7 @@ static void __lz_sock_closed(struct lzchan *ch, uint64_t now, bool fresh)
 	} else {
 		ch->swept_ns = now;
 		for (i = 0; i < ch->f.max_senders; i++)
-			(void)__lzchan_rx_hup_look(ch, i);
+			(void)__lzchan_shm_hup_look(ch, i);
 		ch->sweep_again = fresh;
 	}
 	/* Whichever service took the news (an arm's, a look's at the bell,

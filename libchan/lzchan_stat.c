@@ -9,6 +9,9 @@
  *      under a mapping): every offset is computed from a header that is
  *      checked the way lzchan_open() checks it, and a short read is an
  *      invalid file, never a crash.
+ *
+ * Floor 4: above lzchan_file.c only, below opening (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,24 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * Waiting: the receiver spins, then parks; senders wake a parked receiver.
+ * Waiting: the receiver spins, then parks until a sender wakes it
+ * (lzchan_wake.c), a sender leaves, or its deadline; a sender waits for
+ * room; lzchan_arm() and the event fd let an event loop do the parking.
+ * Why no wakeup is lost (the asymmetric barrier, lzchan_sys.c) is argued
+ * in the design page.
  *
- * The store->load race (Dekker): a sender stores a message's seq then loads
- * rx->parked; the receiver stores rx->parked then loads the seqs.  Without a
- * full barrier on both sides each could miss the other's store and the
- * receiver would sleep on a message.  We put the whole cost on the parking
- * side: senders register for MEMBARRIER_CMD_GLOBAL_EXPEDITED once, and keep
- * only a compiler barrier between their store and load; the receiver, after
- * storing parked, calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which
- * returns only once every running thread of every registered process has
- * executed a full memory barrier.  The proof is in
- * Documentation/libchan/design.rst.  Without membarrier (old or locked-down
- * kernels) senders fence every send and the receiver never sleeps longer
- * than 1 ms at a time, so no wakeup is ever lost.
+ * Floor 6, the top, above opening (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").
  */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <linux/membarrier.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -43,14 +36,6 @@
  * sender died, so it looks at the locks this often. */
 #define SHM_BLIND_SLEEP_NS	50000000ULL
 
-uint64_t __lzchan_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static inline void __lz_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -58,95 +43,6 @@ static inline void __lz_cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
 #endif
-}
-
-static int __lz_membarrier(int cmd)
-{
-	return syscall(__NR_membarrier, cmd, 0, 0);
-}
-
-bool __lzchan_query_barrier(void)
-{
-	int r = __lz_membarrier(MEMBARRIER_CMD_QUERY);
-
-	return r >= 0 && (r & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
-}
-
-bool __lzchan_register_sender_barrier(void)
-{
-	return __lz_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
-}
-
-/* Full barrier on every running thread of every sender; 0, or -1 if we
- * fell back to a local fence (then sleeps must be bounded). */
-int __lzchan_heavy_barrier(struct lzchan *ch)
-{
-	/* Pairs with the compiler barrier in __lz_tx_notify() and in the
-	 * inline __lzchan_fast_publish(), before their load of attn. */
-	if (ch->have_membarrier && __lz_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
-		return 0;
-	ch->have_membarrier = false;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return -1;
-}
-
-void __lzchan_wake(struct lzchan *ch, uint32_t parked)
-{
-	uint32_t before = ch->f.woken_parked;
-
-	ch->f.woken_parked = parked;
-	if (ch->backend == LZCHAN_BACKEND_DEV) {
-		/* 1 signalled, 0 no eventfd, EPIPE receiver gone: the next
-		 * send reports the last. */
-		(void)ioctl(ch->fd, LZCHAN_IOC_WAKE);
-	} else {
-		/* Pairs with the receiver's release store of parked, which
-		 * follows its store of armed (lzchan_arm()): our caller loaded
-		 * parked; this fence orders that load before the one of
-		 * armed, so an episode of an armed receiver is seen armed. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__lz_load(&ch->f.rx->armed)) {
-			/* It waits on its event fd: an armed receiver
-			 * listens, so connect now if need be. */
-			ch->sock_tried_ns = 0;
-			if (__lzchan_sock_ring(ch) == 0) {
-				/* Counted as the futex's wakes are (lzchan_stat()'s
-				 * wakeups); relaxed: the armed receiver sleeps on
-				 * its fd, not on this word. */
-				__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_RELAXED);
-				return;
-			}
-			/* Not reached through the socket: through the file's
-			 * inotify watch instead, and the futex below (for a
-			 * receiver that disarmed meanwhile, or one parked on
-			 * the futex).  Not counted as reached: the next send
-			 * tries the socket again. */
-			__lzchan_sock_touch(ch);
-			ch->f.woken_parked = before;
-		}
-		/* Change the word the receiver waits on, then wake it: a wake
-		 * landing before its futex wait then makes the wait return.
-		 * Pairs with the acquire load of wake_word in
-		 * __lz_prepare_park(). */
-		__atomic_fetch_add(ch->wake_word, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, ch->wake_word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	}
-}
-
-/*
- * Ring the bell: toggle our lane's bit, for a receiver that stopped
- * polling the lane.  dev: the module toggles it (LZCHAN_IOC_RING: only it
- * writes the bell, so no co-sender can ring or undo ours), with a fully
- * ordered atomic after our stores; shm: a locked RMW here.  Either pairs
- * with the receiver's acquire load of the bell word (__lz_rx_bell_words()).
- */
-void __lzchan_ring(struct lzchan *ch)
-{
-	if (ch->backend == LZCHAN_BACKEND_DEV)
-		(void)ioctl(ch->fd, LZCHAN_IOC_RING);	/* fails only unbound */
-	else
-		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
-				   __ATOMIC_SEQ_CST);
 }
 
 static void __lz_set_parked(struct lzchan *ch, bool parked)

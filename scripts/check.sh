@@ -35,6 +35,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_stat ./lzchan_stat
 	suite host/lzchan_shm ./lzchan_shm
 	suite host/lzchan_header sh ./lzchan_header.sh "$top"
+	suite host/lzchan_floors sh ./lzchan_floors.sh "$top"
 	# The library under the sanitizers: ASan+UBSan for the calls, the
 	# stress, the hostile peer and the shm backend; TSan for the threads.
 	suite host/asan/lzchan_api ./san/lzchan_api.asan

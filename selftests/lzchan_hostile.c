@@ -332,7 +332,7 @@ static int burner_attach(struct burner *b, const char *name, uint32_t backend)
 			return -errno;
 		}
 		/* The library's file: a header page, then the module's layout
-		 * (lzchan_setup.c, __lzchan_shm_layout()). */
+		 * (lzchan_file.c, __lzchan_shm_layout()). */
 #define PG(x) (((x) + page - 1) / page * page)
 		info = PG(sizeof(struct lzchan_shm_hdr) + (uint64_t)senders * 64);
 		rx = PG(LZCHAN_CTRL_STRIDE + (uint64_t)senders * LZCHAN_CTRL_STRIDE);
