@@ -419,10 +419,12 @@ void __lzchan_slow_release(struct lzchan *ch, const struct lzchan_msg *m);
 int __lzchan_slow_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
 
 
-#if !defined(__LZCHAN_LIBRARY) && !defined(LZCHAN_NO_INLINE)
-/* ---- the fast path, inline (see struct __lzchan_fast above) ----
- * Each is the library function's own fast path; the memory-ordering
- * argument and the pairings are in Documentation/libchan/design.rst. */
+/* ---- the one fast send, shared by the inline calls and the library ----
+ * A message of one slot through the gate (struct __lzchan_fast: tx_max,
+ * tx_room, attn_seen), published with one release store.  The library's
+ * own lzchan_send(), lzchan_reserve() and lzchan_commit() compute the gate
+ * again and then run this same code; everything the gate refuses goes
+ * the general way. */
 
 static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast *f,
 						     char *slots, uint32_t pos)
@@ -500,47 +502,90 @@ static inline int __lzchan_fast_publish(struct lzchan *ch, struct __lzchan_fast 
 	return __lzchan_fast_publish_rxl(ch, f, h, tail, len, f->my_rxl);
 }
 
-static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+/* The send's gate, with the position taken from tx_room as it is tested
+ * (a shut gate, 0 or bit 31, goes below 0; the library computes it again
+ * whenever it is called, so a position taken by a send that then went to
+ * the library is not lost).  @rxl is f->my_rxl, loaded once by the
+ * caller: the copy's stores may alias the handle. */
+static inline int __lzchan_fast_gate(struct __lzchan_fast *f, size_t len,
+				     const struct lzchan_shm_rx_lane *rxl)
+{
+	return __lzchan_likely(len <= f->tx_max && (int32_t)--f->tx_room >= 0 &&
+			       /* As in __lzchan_fast_room_rxl(). */
+			       __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
+			       __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED));
+}
+
+/* The message the gate let through, written at the tail and published:
+ * what the send returns (0, or -EIO when an access met a cut).  (Gate and
+ * body apart, so that a caller falling back to the library after the gate
+ * keeps no stack frame for the body's rare call.) */
+static inline int __lzchan_fast_put(struct lzchan *ch, const void *buf, size_t len,
+				    const struct lzchan_shm_rx_lane *rxl)
+{
+	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
+	uint32_t tail = f->tail;
+	struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
+
+	/* tx_max never exceeds it (the library keeps it so). */
+	if (len > LZCHAN_INLINE_MAX)
+		__builtin_unreachable();
+	__lzchan_copy(h + 1, buf, len);
+	return __lzchan_fast_publish_rxl(ch, f, h, tail, (uint32_t)len, rxl);
+}
+
+/* A reservation of one slot where __lzchan_fast_room() says so.  Bit 31
+ * of tx_room marks it open: no send through the gate until the commit (a
+ * library call meanwhile shuts the gate, and the commit then goes the
+ * general way, which takes any reservation). */
+static inline void __lzchan_fast_reserve(struct __lzchan_fast *f, size_t len, void **buf)
+{
+	struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
+
+	f->reserved = 1;
+	f->resv_len = (uint32_t)len;
+	f->resv_slot = h;		/* for the commit, after the caller's copy */
+	f->tx_room |= 0x80000000U;	/* no inline send until the commit */
+	*buf = h + 1;
+}
+
+/* Is a reservation __lzchan_fast_reserve() made open (bit 31), and @len
+ * no more than it reserved?  Then __lzchan_fast_commit() commits it. */
+static inline int __lzchan_fast_resv(const struct __lzchan_fast *f, size_t len)
+{
+	return __lzchan_likely((int32_t)f->tx_room < 0 && len <= f->resv_len);
+}
+
+static inline int __lzchan_fast_commit(struct lzchan *ch, size_t len)
 {
 	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
 
+	f->reserved = 0;
+	/* The mark cleared, and the reserved position taken. */
+	f->tx_room = (f->tx_room & 0x7fffffffU) - 1;
+	return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
+}
+
+#if !defined(__LZCHAN_LIBRARY) && !defined(LZCHAN_NO_INLINE)
+/* ---- the fast path, inline (see struct __lzchan_fast above) ----
+ * Each is the library function's own fast path; the memory-ordering
+ * argument and the pairings are in Documentation/libchan/design.rst. */
+
+static inline int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+{
 	if (__lzchan_likely(ch != 0)) {
-		/* Loaded once: the copy's stores may alias the handle. */
-		const struct lzchan_shm_rx_lane *rxl = f->my_rxl;
+		const struct lzchan_shm_rx_lane *rxl = ((struct __lzchan_fast *)ch)->my_rxl;
 
-		/* The gate, with the position taken from tx_room as it is
-		 * tested (a shut gate, 0 or bit 31, goes below 0; the library
-		 * computes it again whenever it is called, so a position
-		 * taken by a send that then went to the library is not lost). */
-		if (__lzchan_likely(len <= f->tx_max && (int32_t)--f->tx_room >= 0 &&
-				    /* As in __lzchan_fast_room_rxl(). */
-				    __atomic_load_n(&rxl->attn, __ATOMIC_RELAXED) ==
-				    __atomic_load_n(&f->attn_seen, __ATOMIC_RELAXED))) {
-			uint32_t tail = f->tail;
-			struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, tail);
-
-			/* tx_max never exceeds it (the library keeps it so). */
-			if (len > LZCHAN_INLINE_MAX)
-				__builtin_unreachable();
-			__lzchan_copy(h + 1, buf, len);
-			return __lzchan_fast_publish_rxl(ch, f, h, tail, (uint32_t)len, rxl);
-		}
+		if (__lzchan_fast_gate((struct __lzchan_fast *)ch, len, rxl))
+			return __lzchan_fast_put(ch, buf, len, rxl);
 	}
 	return __lzchan_slow_send(ch, buf, len);
 }
 
 static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 {
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-
-	if (__lzchan_likely(ch && buf) && __lzchan_fast_room(f, len)) {
-		struct lzchan_slot_hdr *h = __lzchan_fslot(f, f->slots, f->tail);
-
-		f->reserved = 1;
-		f->resv_len = (uint32_t)len;
-		f->resv_slot = h;		/* for the commit, after the caller's copy */
-		f->tx_room |= 0x80000000U;	/* no inline send until the commit */
-		*buf = h + 1;
+	if (__lzchan_likely(ch && buf) && __lzchan_fast_room((struct __lzchan_fast *)ch, len)) {
+		__lzchan_fast_reserve((struct __lzchan_fast *)ch, len, buf);
 		return 0;
 	}
 	return __lzchan_slow_reserve(ch, len, buf);
@@ -548,15 +593,8 @@ static inline int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 
 static inline int lzchan_commit(struct lzchan *ch, size_t len)
 {
-	struct __lzchan_fast *f = (struct __lzchan_fast *)ch;
-
-	/* Only an inline reservation (bit 31), and what it reserved. */
-	if (__lzchan_likely(ch && (int32_t)f->tx_room < 0 && len <= f->resv_len)) {
-		f->reserved = 0;
-		/* The mark cleared, and the reserved position taken. */
-		f->tx_room = (f->tx_room & 0x7fffffffU) - 1;
-		return __lzchan_fast_publish(ch, f, f->resv_slot, f->tail, (uint32_t)len);
-	}
+	if (__lzchan_likely(ch != 0) && __lzchan_fast_resv((struct __lzchan_fast *)ch, len))
+		return __lzchan_fast_commit(ch, len);
 	return __lzchan_slow_commit(ch, len);
 }
 

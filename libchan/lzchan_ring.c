@@ -647,92 +647,24 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
 }
 
 /*
- * The common case in one piece: a message of one slot, no wrap, no stale
- * payload word after it, room by the cached head, receiver not gone.
- * Anything else takes the general path (__lz_tx_prepare()).
+ * The library's send of one message: the inline send's own code
+ * (__lzchan_fast_room(), __lzchan_fast_put()) when the gate, computed again here, lets it, else
+ * the general path (__lz_tx_prepare()), which takes everything: a message
+ * of several slots, a wrap, a stale payload word, a ring full by the
+ * cached head, the counts' stop, a sender that fences every send.
  */
-static inline bool __lz_fast_room(struct lzchan *ch, size_t len)
-{
-	uint32_t start = ch->f.tail, next = start + 1, state;
-
-	if (__lzchan_unlikely(len > ch->f.slot_size - sizeof(struct lzchan_slot_hdr) ||
-			      ch->f.reserved ||
-			      (ch->f.cont_any && (__lz_cont_test(ch, next) ||
-						__lz_cont_test(ch, start)))))
-		return false;
-	if (!__lz_tx_room_by(ch, next, ch->f.cached_head)) {
-		/* The room the cached head gave is used up (where the
-		 * inline gate stops on a small ring): the receiver's head
-		 * once more, as __lz_tx_room() looks at it, before the
-		 * general way.  Pairs with the receiver's release store of
-		 * head in __lz_rx_publish(): it has finished reading what
-		 * it released.  The gate is recomputed with it by the next
-		 * library call (at its entry, or in __lz_fast_publish() here):
-		 * room it then shows behind a receiver that has gone is kept
-		 * from the inline send by attn, left unseen while GONE. */
-		ch->f.cached_head = __lz_load_acq(&ch->f.my_rxl->head);
-		if (!__lz_tx_room_by(ch, next, ch->f.cached_head))
-			return false;
-	}
-	/* Pairs with the release store of rx_status, as in __lz_tx_check(). */
-	state = LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status));
-	if (state != LZCHAN_RX_NONE)
-		ch->rx_seen = true;	/* see __lz_tx_rx_dead() */
-	return __lzchan_likely(state != LZCHAN_RX_GONE);
-}
-
-/* Publish the one-slot message written at the tail: the stores and their
- * order are those of __lz_tx_publish() for that case. */
-static inline void __lz_fast_publish(struct lzchan *ch, uint32_t len)
-{
-	uint32_t next = ch->f.tail + 1;
-	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
-
-	__lz_tx_count(ch);
-	/* Relaxed: published by the release store of seq below. */
-	__lz_store(&h->len, len);
-	/* Pairs with the receiver's acquire load of seq in __lz_rx_look()
-	 * and __lz_rx_fast(): payload and len are visible first. */
-	__lz_store_rel(&h->seq, next);
-	ch->f.tail = next;
-	ch->stat_tail = next;
-	__lzchan_tx_gate(ch);
-	/* Statistics; relaxed, nobody orders on them (see __lz_tx_publish()). */
-	__lz_store(&ch->f.tx->tail, next);
-	__lz_store(&ch->f.tx->msgs, ++ch->f.stat_msgs);
-	__lz_store(&ch->f.tx->bytes, ch->f.stat_bytes += len);
-}
-
-static inline bool __lz_send_fast(struct lzchan *ch, const void *buf, size_t len)
-{
-	if (!__lz_fast_room(ch, len))
-		return false;
-	if (len)
-		memcpy(__lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1, buf, len);
-	__lz_fast_publish(ch, (uint32_t)len);
-	return true;
-}
-
-int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+static int __lz_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	int ret;
 
-	/* The inline send takes a position from the gate as it tests it,
-	 * and comes here when the test fails: compute it again (0 in a
-	 * receiver's handle, whose tx_max lets an empty message test it).
-	 * At the gate's stop for the counts it stays shut until a send
-	 * stores them (a refused call leaves it shut). */
-	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER)) {
-		__lzchan_tx_gate(ch);
-	} else if (ch) {
-		ch->f.tx_room = 0;
-	}
-	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER) && __lz_send_fast(ch, buf, len)) {
-		__lz_tx_notify(ch);
-		return __lz_touched(ch, 0);
+	/* The gate's test without taking from it on a refusal (the inline
+	 * commit reads a gate below 0 as its reservation's mark). */
+	__lzchan_tx_gate(ch);
+	if (__lzchan_fast_room(&ch->f, len)) {
+		ch->f.tx_room--;
+		return __lzchan_fast_put(ch, buf, len, ch->f.my_rxl);
 	}
 	ret = __lz_tx_check(ch, len);
-
 	if (ret)
 		return ret;
 	ret = __lz_send_one(ch, buf, len);
@@ -740,6 +672,20 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 		return __lz_touched(ch, ret);
 	__lz_tx_notify(ch);
 	return __lz_touched(ch, 0);
+}
+
+int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
+{
+	/* The inline send takes a position from the gate as it tests it,
+	 * and comes here when the test fails: __lz_send() computes it
+	 * again; a receiver's handle keeps it 0 (its tx_max lets an empty
+	 * message test it). */
+	if (__lzchan_unlikely(!ch || ch->f.role != LZCHAN_SENDER)) {
+		if (ch)
+			ch->f.tx_room = 0;
+		return -EBADF;
+	}
+	return __lz_send(ch, buf, len);
 }
 
 /*
@@ -802,7 +748,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
  * The batch's common case: up to @n one-slot messages from @msgs into the
  * room the inline gate vouches for (tx_room: no reservation, no message
  * ever spanned slots, free by the cached head), each published as
- * __lz_fast_publish() does, with the tail, the counts and the stall
+ * __lzchan_fast_publish_rxl() does, with the tail, the counts and the stall
  * check's tail word stored once for the run.  Stops at a message too long
  * for one slot or one whose copy met a cut (*cut set; the ones before it
  * went out).  Returns how many were sent.
@@ -853,7 +799,7 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 		__lz_store(&h->len, (uint32_t)len);
 		/* Pairs with the receiver's acquire load of seq in
 		 * __lz_rx_look() and the inline receive, as in
-		 * __lz_fast_publish(). */
+		 * __lzchan_fast_publish_rxl(). */
 		__lz_store_rel(&h->seq, seq);
 		bytes += len;
 	}
@@ -896,7 +842,7 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 	 * through a vector register (more instructions, not fewer). */
 	__atomic_store_n(&ch->f.stat_msgs, msgs_now, __ATOMIC_RELAXED);
 	__atomic_store_n(&ch->f.stat_bytes, bytes, __ATOMIC_RELAXED);
-	/* Relaxed, as in __lz_fast_publish(). */
+	/* Relaxed, as in __lzchan_fast_publish_rxl(). */
 	__lz_store(&tx->tail, tail);
 	__lz_store(&tx->msgs, msgs_now);
 	__lz_store(&tx->bytes, bytes);
@@ -920,17 +866,8 @@ static __attribute__((noinline)) int __lz_send_batch_more(struct lzchan *ch,
 		/* One the general way (a long message, a full view of the
 		 * lane, the ring's end: which refreshes the gate for the next
 		 * run)... */
-		if (!__lz_send_fast(ch, msgs[i].iov_base, msgs[i].iov_len)) {
-			ret = __lz_tx_check(ch, msgs[i].iov_len);
-			if (ret)
-				break;
-			ret = __lz_send_one(ch, msgs[i].iov_base, msgs[i].iov_len);
-			if (ret)
-				break;
-		}
-		/* This message met a cut: the ones before it went out. */
-		ret = __lz_touched(ch, 0);
-		if (ret)
+		ret = __lz_send(ch, msgs[i].iov_base, msgs[i].iov_len);
+		if (ret)	/* -EIO: this one met a cut, those before went out */
 			break;
 		i++;
 		/* ...then as many as the gate allows in one run. */
@@ -966,12 +903,13 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	bool marker;
 	int ret;
 
-	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER && buf) && __lz_fast_room(ch, len)) {
-		ch->f.reserved = true;
-		ch->f.resv_len = (uint32_t)len;
+	/* Through the gate, computed again, as lzchan_send() does. */
+	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER && buf)) {
 		__lzchan_tx_gate(ch);
-		*buf = __lzchan_slot(ch, ch->f.slots, ch->f.tail) + 1;
-		return 0;
+		if (__lzchan_fast_room(&ch->f, len)) {
+			__lzchan_fast_reserve(&ch->f, len, buf);
+			return 0;
+		}
 	}
 	ret = __lz_tx_check(ch, len);
 
@@ -998,16 +936,11 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 		return -EBADF;
 	if (!ch->f.reserved || len > ch->f.resv_len)
 		return -EINVAL;
-	/* One slot (room for it was checked at reserve), no stale payload
-	 * word in it or after it: the fast publish; else the general one. */
-	if (__lzchan_likely(ch->f.resv_len <= ch->f.slot_size - sizeof(struct lzchan_slot_hdr) &&
-			    !(ch->f.cont_any && (__lz_cont_test(ch, ch->f.tail) ||
-					       __lz_cont_test(ch, ch->f.tail + 1))))) {
-		ch->f.reserved = false;
-		__lz_fast_publish(ch, (uint32_t)len);
-		__lz_tx_notify(ch);
-		return __lz_touched(ch, 0);
-	}
+	/* One made through the gate (bit 31 of tx_room: no library call
+	 * since shut it) is committed through it; any other the general
+	 * way. */
+	if (__lzchan_fast_resv(&ch->f, len))
+		return __lzchan_fast_commit(ch, len);
 	/* The reserved slots this message does not use may hold payload
 	 * where their headers go: the caller may have written all it
 	 * reserved (a word there could read as the next message's seq).

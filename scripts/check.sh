@@ -34,6 +34,9 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_threads ./lzchan_threads
 	suite host/lzchan_stat ./lzchan_stat
 	suite host/lzchan_shm ./lzchan_shm
+	# ... and the library's calls for every message (LZCHAN_NO_INLINE).
+	suite host/noinline/lzchan_api ./noinline/lzchan_api
+	suite host/noinline/lzchan_stress ./noinline/lzchan_stress
 	suite host/lzchan_header sh ./lzchan_header.sh "$top"
 	suite host/lzchan_floors sh ./lzchan_floors.sh "$top"
 	# The library under the sanitizers: ASan+UBSan for the calls, the
