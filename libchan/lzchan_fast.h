@@ -31,20 +31,28 @@
  *     the span gave (by how far cur's peek moved since the grant), then
  *     grants again; with nothing granted cur is the handle's own no_turn
  *     lane, which no view matches (cur is never NULL).
- *  5. The bell and the departures count are read at each grant; the
- *     general look runs every TURNS_PER_LOOK turns and for every message
- *     the span does not take.
+ *  5. The general look (__lz_rx_any() in the library) is the receive
+ *     that takes everything: pads, longer messages, ends, broken lanes,
+ *     lanes that woke.  It runs every TURNS_PER_LOOK turns and for every
+ *     message the span does not take.  The bell (one bit per lane, which
+ *     a sender toggles when its lane is asleep: the receiver stopped
+ *     polling it) and the departures count are read at each grant.
  *  6. A cut (shm): the SIGBUS handler zeroes span; every take counts the
  *     span down after its accesses, so one that met the cut returns -EIO.
  *  7. Quick "empty" verdicts (quiet) are the only other thing the span
  *     carries: given inline only while the library's own would be.
  *  8. Head publication is lazy: when due at every settle, quick verdict
- *     and full look; whole when the receiver caught up.  The inline
+ *     and general look; whole when the receiver caught up.  The inline
  *     release only moves the head.
  *
- * Send: the inline send writes one slot when the gate (attn_seen, the
- * room the head allows, no cut) says so, publishes with one release store,
- * and compares attn once; everything else is the library's.
+ * Send: the gate is the one test before a send without the library:
+ * tx_max (the longest one-slot payload), tx_room (positions it may fill:
+ * the room by the cached head, 0 while the library must act) and attn as
+ * the library last saw it (attn_seen).  Through it, one slot is written
+ * and published with one release store, and attn compared once after;
+ * the library's own send runs this same code behind the gate it computes
+ * again (__lzchan_fast_room(), __lzchan_fast_put()); everything else goes
+ * the library's general way.
  */
 #ifndef LZCHAN_FAST_H
 #define LZCHAN_FAST_H
@@ -225,6 +233,33 @@ static inline const struct lzchan_slot_hdr *__lzchan_fslot_ro(const struct __lzc
 						((size_t)(pos & f->mask) << f->slot_shift));
 }
 
+/* Ready, the one test (invariant 3): slot @h holds the message of
+ * position @pos when its seq is @pos + 1.  Acquire: pairs with the
+ * sender's release store of seq, after which the payload and len it wrote
+ * are visible.  Every receive path asks it (lzchan_ring.c too). */
+static inline int __lzchan_ready(const struct lzchan_slot_hdr *h, uint32_t pos)
+{
+	return __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) == pos + 1;
+}
+
+/* Publish, the one store that makes a message ready: its len (relaxed:
+ * published by what follows), then seq = @pos + 1 with release, pairing
+ * with the receiver's acquire in __lzchan_ready(): all the sender wrote
+ * before (payload, len, a "not ready" marker after it) is visible once
+ * the message is.  Every send path publishes with it. */
+static inline void __lzchan_publish(struct lzchan_slot_hdr *h, uint32_t pos, uint32_t len)
+{
+	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->seq, pos + 1, __ATOMIC_RELEASE);
+}
+
+/* ... at lane @rl's peek. */
+static inline int __lzchan_lane_ready(const struct __lzchan_fast *f,
+				      const struct __lzchan_rxlane *rl)
+{
+	return __lzchan_ready(__lzchan_fslot_ro(f, rl->slots, rl->peek), rl->peek);
+}
+
 /*
  * The receive's one fast mechanism, the span: how many messages the lane
  * whose turn it is (cur) may still give before the library looks again
@@ -267,8 +302,7 @@ static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t 
 
 	if (__lzchan_unlikely(!f->span))
 		return __LZCHAN_TAKE_SLOW;
-	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+	if (!__lzchan_ready(h, peek))
 		return __LZCHAN_TAKE_NONE;
 	/* Relaxed, read once (published by that seq): the sender may
 	 * change it, so only this copy is checked and used. */
@@ -350,8 +384,7 @@ static inline int __lzchan_span_view(struct __lzchan_fast *f, struct lzchan_msg 
 
 	if (__lzchan_unlikely(!f->span))
 		return __LZCHAN_TAKE_SLOW;
-	/* Pairs with the sender's release store of seq. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + 1)
+	if (!__lzchan_ready(h, peek))
 		return __LZCHAN_TAKE_NONE;
 	/* Relaxed, read once (published by that seq), and bounded before
 	 * the view is given out. */
@@ -384,8 +417,7 @@ static inline int __lzchan_span_views(struct __lzchan_fast *f, struct lzchan_msg
 		const struct lzchan_slot_hdr *h = (const struct lzchan_slot_hdr *)s;
 		uint32_t len;
 
-		/* As in __lzchan_span_take(). */
-		if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != peek + k + 1) {
+		if (!__lzchan_ready(h, peek + k)) {
 			none = __LZCHAN_TAKE_NONE;
 			break;
 		}
@@ -466,10 +498,7 @@ static inline int __lzchan_fast_publish_rxl(struct lzchan *ch, struct __lzchan_f
 {
 	uint32_t next = tail + 1, attn;
 
-	/* Relaxed: published by the release store of seq below. */
-	__atomic_store_n(&h->len, len, __ATOMIC_RELAXED);
-	/* Pairs with the receiver's acquire load of seq. */
-	__atomic_store_n(&h->seq, next, __ATOMIC_RELEASE);
+	__lzchan_publish(h, tail, len);
 	f->tail = next;
 	f->stat_bytes += len;
 	/* Relaxed: the receiver only compares tail (a stall check, which

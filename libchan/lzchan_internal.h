@@ -114,9 +114,9 @@ struct lzchan {
 	uint32_t turn_peek;		/* f.cur's peek when its span was granted */
 	uint32_t grant_quiet;		/* f.quiet as granted (less what was
 					 * taken back) */
-	uint32_t turns;			/* turns since the last full look */
+	uint32_t turns;			/* turns since the last general look */
 	bool look_due;			/* the next call looks in full, first */
-	uint32_t quiet_left;		/* quick empty verdicts before a full look */
+	uint32_t quiet_left;		/* quick empty verdicts before a general look */
 	uint32_t quiet_spent;		/* quick empty verdicts since the last one */
 	uint64_t *bell_seen;
 	struct __lzchan_rxwatch *watch;	/* per lane: doubts about its sender */
@@ -136,7 +136,7 @@ struct lzchan {
 					 * end is owed (__lz_rx_broken_any()) */
 	uint64_t departures_seen;	/* hdr->departures at our last look */
 	bool departed;			/* ends may be owed: __lz_rx_departed() */
-	uint32_t looks;			/* full looks since a departure sweep */
+	uint32_t looks;			/* general looks since a departure sweep */
 
 	/* either role */
 	uint32_t wake_req;		/* lzchan_wake() called, not yet seen */

@@ -37,7 +37,7 @@
 #define SLEEPY_MIN_ACTIVE	4	/* never put the last few lanes to sleep */
 #define SLEEPY_AFTER		4096	/* empty polls before a lane sleeps */
 #define STATUS_SCAN_EVERY	4096	/* empty receive-anys between scans */
-#define DEPARTED_EVERY		1024	/* full looks between departure sweeps */
+#define DEPARTED_EVERY		1024	/* general looks between departure sweeps */
 
 static inline uint32_t __lz_slots_for(const struct lzchan *ch, uint32_t len)
 {
@@ -451,13 +451,11 @@ static int __lz_tx_pad(struct lzchan *ch)
 	if (ret)
 		return ret;
 	__lz_tx_count(ch);
-	/* Relaxed: published by the release store of seq below. */
-	__lz_store(&h->len, LZCHAN_SLOT_PAD | (pad * ch->f.slot_size - sizeof(*h)));
 	__lz_cont_set(ch, ch->f.tail, false);
 	if (marker)
 		__lz_tx_marker(ch, ch->f.tail + pad);
-	/* Pairs with the receiver's acquire load of seq in __lz_rx_look(). */
-	__lz_store_rel(&h->seq, ch->f.tail + 1);
+	/* The marker published with the pad. */
+	__lzchan_publish(h, ch->f.tail, LZCHAN_SLOT_PAD | (pad * ch->f.slot_size - sizeof(*h)));
 	ch->f.tail += pad;
 	ch->stat_tail = ch->f.tail;	/* a pad is no message */
 	__lzchan_tx_gate(ch);
@@ -490,16 +488,13 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
 	struct lzchan_slot_hdr *h = __lzchan_slot(ch, ch->f.slots, start);
 
 	__lz_tx_count(ch);
-	/* Relaxed: published by the release store of seq below. */
-	__lz_store(&h->len, len);
 	__lz_cont_set(ch, start, false);
 	for (k = 1; k < n; k++)
 		__lz_cont_set(ch, start + k, true);
 	if (marker)
 		__lz_tx_marker(ch, start + n);
-	/* Pairs with the receiver's acquire load of seq in __lz_rx_look():
-	 * payload, len and the marker are visible before the message is. */
-	__lz_store_rel(&h->seq, start + 1);
+	/* Payload, len and the marker are visible before the message is. */
+	__lzchan_publish(h, start, len);
 	ch->f.tail = start + n;
 	ch->stat_tail = ch->f.tail;
 	__lzchan_tx_gate(ch);
@@ -795,12 +790,7 @@ static unsigned int __lz_send_run(struct lzchan *ch, const struct iovec *msgs, u
 		if (len > max)
 			break;
 		__lzchan_copy(s, v->iov_base, len);
-		/* Relaxed: published by the release store of seq below. */
-		__lz_store(&h->len, (uint32_t)len);
-		/* Pairs with the receiver's acquire load of seq in
-		 * __lz_rx_look() and the inline receive, as in
-		 * __lzchan_fast_publish_rxl(). */
-		__lz_store_rel(&h->seq, seq);
+		__lzchan_publish(h, seq - 1, (uint32_t)len);
 		bytes += len;
 	}
 	k = (uint32_t)(v - msgs);
@@ -1104,7 +1094,6 @@ static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
 {
 	/* Pairs with the release stores of seq and of the lane status. */
 	uint64_t st = __lz_load_acq(&rl->info->status);
-	uint32_t seq;
 
 	/* Views of the lane still out: its end waits for their release,
 	 * which only this receiver makes (__lz_rx_empty()), so an end is not
@@ -1126,8 +1115,7 @@ static bool __lz_rx_lane_pending(struct lzchan *ch, struct __lzchan_rxlane *rl)
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED && rl->state != __LZ_RL_DONE &&
 	    !viewed && __lz_rx_sender_gone(ch, (uint32_t)(rl - ch->f.lanes), true))
 		return true;
-	seq = __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq);
-	return seq == rl->peek + 1;
+	return __lzchan_lane_ready(&ch->f, rl);
 }
 
 void __lzchan_rx_init_lanes(struct lzchan *ch)
@@ -1206,9 +1194,7 @@ static int __lz_rx_look(struct lzchan *ch, const struct __lzchan_rxlane *rl,
 
 	for (pads = 0; ; pads++) {
 		h = __lzchan_slot(ch, rl->slots, *pos);
-		/* Pairs with the sender's release store of seq in
-		 * __lz_tx_publish()/__lz_tx_pad(). */
-		if (__lz_load_acq(&h->seq) != *pos + 1)
+		if (!__lzchan_ready(h, *pos))
 			return 0;
 		raw = __lz_load(&h->len);	/* after seq's acquire; once: the sender may change it */
 		idx = *pos & ch->f.mask;
@@ -1282,7 +1268,7 @@ static void __lz_rx_pad_behind(struct lzchan *ch, struct __lzchan_rxlane *rl)
 	if (rl->head == rl->peek || !idx || end - rl->head > rl->peek - rl->head)
 		return;
 	h = __lzchan_slot(ch, rl->slots, rl->head);
-	if (__lz_load_acq(&h->seq) == rl->head + 1 && (__lz_load(&h->len) & LZCHAN_SLOT_PAD))
+	if (__lzchan_ready(h, rl->head) && (__lz_load(&h->len) & LZCHAN_SLOT_PAD))
 		rl->head = end;
 }
 
@@ -1680,7 +1666,7 @@ static void __lz_rx_scan(struct lzchan *ch)
  * look from running dry -- else the end of a quiet lane (one we may have
  * stopped polling) would wait for an idle moment, and its lane, which
  * only our acknowledgement frees, would refuse new senders until then.
- * Until no end is owed, each full look reports the ends of closed lanes
+ * Until no end is owed, each general look reports the ends of closed lanes
  * that are drained; their last messages are served in turn, like any.
  */
 static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
@@ -1722,8 +1708,7 @@ static int __lz_rx_departed(struct lzchan *ch, struct lzchan_msg *m)
 		/* Only its end here, once it is drained: its last messages
 		 * (and views) are served in their turn, like any lane's. */
 		if (rl->peek != rl->head ||
-		    /* Pairs with the sender's release store of seq. */
-		    __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1)
+		    __lzchan_lane_ready(&ch->f, rl))
 			continue;
 		r = __lz_rx_lane(ch, i, m);
 		if (r != -EAGAIN)
@@ -1788,7 +1773,7 @@ void __lzchan_rx_disarm(struct lzchan *ch, bool drain)
  * up to the ring's end and the head's next publication -- which the
  * inline receives take from; every library call first settles what they
  * took.  Everything else -- an empty channel, a message of several slots,
- * a pad, garbage, an end -- is the full look's (__lz_rx_any()), which
+ * a pad, garbage, an end -- is the general look's (__lz_rx_any()), which
  * also runs every TURNS_PER_LOOK turns while lanes deliver, and whenever
  * departures or a broken lane's end are owed.  A ready lane's first
  * message is thus taken after at most (nactive - 1) * TURN_SLOTS messages
@@ -1805,7 +1790,7 @@ static inline void __lz_turn_pass(struct lzchan *ch)
 		ch->f.rr = 0;
 }
 
-/* A message of lane active[@at] taken by the library (the full look, a
+/* A message of lane active[@at] taken by the library (the general look, a
  * span): its turn, counted. */
 static void __lz_turn_count(struct lzchan *ch, uint32_t at, uint32_t n)
 {
@@ -1830,7 +1815,7 @@ static void __lz_turn_settle(struct lzchan *ch)
 	uint32_t used, empties = ch->grant_quiet - ch->f.quiet;
 
 	/* The inline "empty" verdicts were the library's quick ones, given
-	 * on its behalf (__lz_rx_quiet()): spent from the same spell, and
+	 * on its behalf (__lz_rx_quiet()): spent from the same allowance (quiet_left), and
 	 * counted as polls. */
 	ch->f.quiet = 0;
 	ch->grant_quiet = 0;
@@ -1858,15 +1843,14 @@ static void __lz_turn_settle(struct lzchan *ch)
 /* Is a message ready at @rl's peek? */
 static inline bool __lz_turn_ready(const struct lzchan *ch, const struct __lzchan_rxlane *rl)
 {
-	/* Pairs with the sender's release store of seq; the take loads it
-	 * again. */
-	return __lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1;
+	/* The take loads it again. */
+	return __lzchan_lane_ready(&ch->f, rl);
 }
 
 /* Grant the span of the lane whose turn it is -- or, if nothing is ready
  * there, of the next active lane with a message ready, whose turn it then
  * is; if none has, of the lane whose turn it is still (a ping-pong's next
- * message is then taken inline).  false: no span (the full look has work:
+ * message is then taken inline).  false: no span (the general look has work:
  * armed, a cut, a departure or a broken lane's end owed, its periodic
  * run due; or no lane is polled). */
 static bool __lz_turn_grant(struct lzchan *ch)
@@ -1881,7 +1865,7 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	    ch->f.role != LZCHAN_RECEIVER || ch->broken_over)
 		return false;
 	/* The departures count and the bell, once a turn: a lane that
-	 * woke is polled from now on; an end owed goes to the full look. */
+	 * woke is polled from now on; an end owed goes to the general look. */
 	__lz_rx_bell_words(ch);
 	if (ch->departed)
 		return false;
@@ -1934,21 +1918,21 @@ static bool __lz_turn_grant(struct lzchan *ch)
 	return true;
 }
 
-/* Quick empty verdicts between two full looks (status changes of idle
- * lanes, shm liveness scans and lane sleeping ride on the full look).  A
- * full look costs about 500 instructions: at 64 it was 8 of an empty
+/* Quick empty verdicts between two general looks (status changes of idle
+ * lanes, shm liveness scans and lane sleeping ride on the general look).  A
+ * general look costs about 500 instructions: at 64 it was 8 of an empty
  * poll's 43; at 256, 2 of 37, and what it looks after waits a few
  * microseconds of spinning at most (lanes sleep after SLEEPY_AFTER). */
 #define QUIET_POLLS		256
 
 /*
  * A receiver spinning on an empty channel: has anything changed since the
- * last full look found nothing?  A message at an active lane's peek, a
- * lane status or a bell word that moved all say yes (and the full look
+ * last general look found nothing?  A message at an active lane's peek, a
+ * lane status or a bell word that moved all say yes (and the general look
  * runs); else the verdict is "empty" at the cost of a few loads of lines
  * that stay in our cache until a sender writes them.  Messages taken in
- * between do not end the spell: a lane caught up publishes its head here,
- * as the full look would.
+ * between do not end the run of verdicts: a lane caught up publishes its head here,
+ * as the general look would.
  */
 static inline bool __lz_rx_quiet(struct lzchan *ch)
 {
@@ -1961,11 +1945,10 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 	for (k = 0; k < ch->f.nactive; k++) {
 		struct __lzchan_rxlane *rl = &ch->f.lanes[ch->f.active[k]];
 
-		/* Pairs with the sender's release store of seq, as in
-		 * __lz_rx_look(); the full look loads it again. */
-		if (__lz_load_acq(&__lzchan_slot(ch, rl->slots, rl->peek)->seq) == rl->peek + 1)
+		/* The general look loads it again. */
+		if (__lzchan_lane_ready(&ch->f, rl))
 			return false;
-		/* Relaxed: only compared; the full look loads it with acquire. */
+		/* Relaxed: only compared; the general look loads it with acquire. */
 		if (__lz_load(&rl->info->status) != rl->seen_status)
 			return false;
 		/* Caught up: let the sender see all the room, as the full
@@ -1981,7 +1964,7 @@ static inline bool __lz_rx_quiet(struct lzchan *ch)
 	return true;
 }
 
-/* A full look found nothing: remember what "nothing" looked like.  Not
+/* A general look found nothing: remember what "nothing" looked like.  Not
  * while a polled lane says CLOSED (shm: a word its sender's lock denied,
  * see __lz_rx_sender_gone()): that sender's real close would change no
  * status, so the quick verdicts would not see it; every poll then looks
@@ -2127,7 +2110,7 @@ static int __lz_copy_out(struct lzchan *ch, struct lzchan_msg *m, void *buf,
 	return m->len;
 }
 
-/* The full look's message, copied out. */
+/* The general look's message, copied out. */
 static int __lz_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 {
 	struct lzchan_msg m;
