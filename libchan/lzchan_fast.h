@@ -307,7 +307,10 @@ static inline int __lzchan_span_take(struct __lzchan_fast *f, void *buf, size_t 
 	/* Relaxed, read once (published by that seq): the sender may
 	 * change it, so only this copy is checked and used. */
 	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	if (__lzchan_unlikely(len > f->rx_max || len > cap))
+	/* rx_max is at most LZCHAN_INLINE_MAX: a buffer at least that long
+	 * (a constant, as a caller's array's size usually is) needs no test
+	 * of its own. */
+	if (__lzchan_unlikely(len > f->rx_max || (cap < LZCHAN_INLINE_MAX && len > cap)))
 		return __LZCHAN_TAKE_SLOW;
 	if (len > LZCHAN_INLINE_MAX)	/* rx_max never is */
 		__builtin_unreachable();
