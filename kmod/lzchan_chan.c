@@ -42,19 +42,26 @@ static DEFINE_HASHTABLE(lzchan_names, 8);
 static unsigned int lzchan_nr_channels;
 
 /*
- * Per-user use, under lzchan_lock.  A user is a uid as seen in one user
- * namespace: a channel is charged to its creator in the user namespace
- * that owns the channel's IPC namespace, and, as the kernel's ucounts do,
- * to the owner of each user namespace above the creator's own, up to the
- * initial one (lzchan_charge_levels()).  So the uids of a container's user
- * namespace are each limited, and all of them together are limited as the
- * host user who made it.
+ * Per-user use, under lzchan_lock.  A channel is charged first to its
+ * creator as a user of the channel's IPC namespace (in the host's IPC
+ * namespace: as a host user, a user of the initial user namespace), then,
+ * as the kernel's ucounts do, to the owner of each user namespace from
+ * the creator's up to the initial one (lzchan_charge_levels()).  So the
+ * uids of a container are each limited there, all of a user namespace's
+ * together are limited as the host user who made it, and two containers
+ * running the same host uid without user namespaces (Docker's default,
+ * root) have an allowance each, not one between them.
  */
 struct lzchan_user {
 	struct list_head node;
-	struct user_namespace *user_ns;		/* alive: a charged channel's
-						 * lzchan_ns or cred_ns holds it
-						 * or a child of it */
+	struct lzchan_ns *ns;			/* a user of this IPC namespace
+						 * (the first level outside the
+						 * host's), or NULL; alive: the
+						 * user's channels hold it */
+	struct user_namespace *user_ns;		/* else a user of this user
+						 * namespace; alive: a charged
+						 * channel's lzchan_ns or cred_ns
+						 * holds it or a child of it */
 	kuid_t uid;
 	u32 channels;
 	u64 bytes;
@@ -97,13 +104,13 @@ static struct lzchan_chan *lzchan_chan_lookup(const char *name)
 
 /* ---- per-tenant limits ---- */
 
-static struct lzchan_user *lzchan_user_find(struct user_namespace *user_ns,
-					    kuid_t uid)
+static struct lzchan_user *lzchan_user_find(struct lzchan_ns *ns,
+					    struct user_namespace *user_ns, kuid_t uid)
 {
 	struct lzchan_user *u;
 
 	list_for_each_entry(u, &lzchan_users, node)
-		if (u->user_ns == user_ns && uid_eq(u->uid, uid))
+		if (u->ns == ns && u->user_ns == user_ns && uid_eq(u->uid, uid))
 			return u;
 	return NULL;
 }
@@ -116,20 +123,30 @@ static struct lzchan_user *lzchan_user_find(struct user_namespace *user_ns,
 #define LZCHAN_USER_LEVELS	(1 + 33)
 
 struct lzchan_charge {
+	struct lzchan_ns *ns[LZCHAN_USER_LEVELS];
 	struct user_namespace *uns[LZCHAN_USER_LEVELS];
 	kuid_t uid[LZCHAN_USER_LEVELS];
 	unsigned int n;			/* levels */
 };
 
+/* The first level's key: @uid as a user of IPC namespace @ns, or, in the
+ * host's, as a host user (where the owner chains of containers end). */
+static void lzchan_charge_first(struct lzchan_ns *ns, struct lzchan_ns **kns,
+				struct user_namespace **kuns)
+{
+	*kns = lzchan_ns_initial(ns) ? NULL : ns;
+	*kuns = lzchan_ns_initial(ns) ? ns->user_ns : NULL;
+}
+
 /*
  * A channel in IPC namespace @ns, made by @uid whose credentials live in
- * user namespace @cred_ns, is charged to: @uid as a user of the user
- * namespace that owns @ns; then the owner of @cred_ns in its parent, and so
- * on up to the host, as the kernel's own per-user counts (ucounts) are.
- * The chain follows the creator's user namespaces, not the IPC
- * namespace's: a tenant admitted to another's IPC namespace (a shared pod,
- * --ipc=container:) spends its own owner's allowance there, never the
- * host's owner's.  Each (user namespace, uid) is charged once.
+ * user namespace @cred_ns, is charged to: @uid as a user of @ns (the host
+ * user @uid in the host's IPC namespace); then the owner of @cred_ns in
+ * its parent, and so on up to the host, as the kernel's own per-user
+ * counts (ucounts) are.  The chain follows the creator's user namespaces,
+ * not the IPC namespace's: a tenant admitted to another's IPC namespace (a
+ * shared pod, --ipc=container:) spends its own owner's allowance there,
+ * never the host's owner's.  Each key is charged once.
  */
 static void lzchan_charge_levels(struct lzchan_charge *c, struct lzchan_ns *ns,
 				 struct user_namespace *cred_ns, kuid_t uid)
@@ -137,18 +154,19 @@ static void lzchan_charge_levels(struct lzchan_charge *c, struct lzchan_ns *ns,
 	unsigned int k;
 
 	c->n = 0;
-	c->uns[c->n] = ns->user_ns;
+	lzchan_charge_first(ns, &c->ns[0], &c->uns[0]);
 	c->uid[c->n++] = uid;
 	while (cred_ns != &init_user_ns) {
 		uid = cred_ns->owner;
 		cred_ns = cred_ns->parent;
 		for (k = 0; k < c->n; k++)
-			if (c->uns[k] == cred_ns && uid_eq(c->uid[k], uid))
+			if (!c->ns[k] && c->uns[k] == cred_ns && uid_eq(c->uid[k], uid))
 				break;
 		if (k < c->n)
 			continue;
 		if (WARN_ON_ONCE(c->n == LZCHAN_USER_LEVELS))
 			break;
+		c->ns[c->n] = NULL;
 		c->uns[c->n] = cred_ns;
 		c->uid[c->n++] = uid;
 	}
@@ -191,12 +209,13 @@ static int lzchan_tenant_charge(struct lzchan_ns *ns, struct user_namespace *cre
 	for (i = 0; i < c.n; i++) {
 		int ret = 0;
 
-		u = lzchan_user_find(c.uns[i], c.uid[i]);
+		u = lzchan_user_find(c.ns[i], c.uns[i], c.uid[i]);
 		if (!u) {
 			u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
 			if (!u) {
 				ret = -ENOMEM;
 			} else {
+				u->ns = c.ns[i];
 				u->user_ns = c.uns[i];
 				u->uid = c.uid[i];
 				list_add(&u->node, &lzchan_users);
@@ -238,7 +257,7 @@ static void lzchan_tenant_uncharge(struct lzchan_ns *ns, struct user_namespace *
 	}
 	lzchan_charge_levels(&c, ns, cred_ns, uid);
 	for (i = 0; i < c.n; i++) {
-		u = lzchan_user_find(c.uns[i], c.uid[i]);
+		u = lzchan_user_find(c.ns[i], c.uns[i], c.uid[i]);
 		if (WARN_ON_ONCE(!u || !u->channels || u->bytes < bytes))
 			continue;
 		u->channels--;
@@ -253,7 +272,6 @@ static void lzchan_tenant_uncharge(struct lzchan_ns *ns, struct user_namespace *
 /* The caller's use and limits (LZCHAN_IOC_USAGE). */
 int lzchan_chan_usage(struct lzchan_usage *us)
 {
-	struct ipc_namespace *ipc = current->nsproxy->ipc_ns;
 	struct lzchan_user *u;
 	struct lzchan_ns *ns;
 
@@ -275,12 +293,18 @@ int lzchan_chan_usage(struct lzchan_usage *us)
 		us->ns_channels = ns->channels;
 		us->ns_bytes = ns->bytes;
 	}
-	/* The caller as the owner of its IPC namespace's user namespace
-	 * sees it: where its next channel would be charged first. */
-	u = lzchan_user_find(ipc->user_ns, current_euid());
-	if (u) {
-		us->user_channels = u->channels;
-		us->user_bytes = u->bytes;
+	/* Where the caller's next channel would be charged first: as a
+	 * user of its IPC namespace (lzchan_charge_first()). */
+	if (ns) {
+		struct lzchan_ns *kns;
+		struct user_namespace *kuns;
+
+		lzchan_charge_first(ns, &kns, &kuns);
+		u = lzchan_user_find(kns, kuns, current_euid());
+		if (u) {
+			us->user_channels = u->channels;
+			us->user_bytes = u->bytes;
+		}
 	}
 	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE))
 		us->flags_out |= LZCHAN_USAGE_EXEMPT;
@@ -321,10 +345,16 @@ ssize_t lzchan_chan_tenants_show(char *buf)
 	list_for_each_entry(u, &lzchan_users, node) {
 		if (!room)
 			break;
-		room = lzchan_emit_line(buf, &len, "user %u %u %u %llu\n",
-					u->user_ns->ns.inum,
-					from_kuid_munged(u->user_ns, u->uid),
-					u->channels, u->bytes);
+		if (u->ns)	/* a user of an IPC namespace: its uid there */
+			room = lzchan_emit_line(buf, &len, "ipcuser %u %u %u %llu\n",
+						u->ns->ipc_inum,
+						from_kuid_munged(u->ns->user_ns, u->uid),
+						u->channels, u->bytes);
+		else
+			room = lzchan_emit_line(buf, &len, "user %u %u %u %llu\n",
+						u->user_ns->ns.inum,
+						from_kuid_munged(u->user_ns, u->uid),
+						u->channels, u->bytes);
 	}
 	lzchan_unlock();
 	if (!room)

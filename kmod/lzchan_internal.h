@@ -132,6 +132,7 @@ struct lzchan_ns *lzchan_ns_find(const void *key);	/* under lzchan_lock */
 bool lzchan_ns_tenants_show(char *buf, ssize_t *len);	/* under lzchan_lock */
 void lzchan_ns_put(struct lzchan_ns *ns);	/* under lzchan_lock */
 bool lzchan_ns_is_current(const struct lzchan_ns *ns);
+bool lzchan_ns_initial(const struct lzchan_ns *ns);
 const void *lzchan_ns_current_key(void);
 void lzchan_ns_reap(void);			/* under lzchan_lock */
 void lzchan_ns_reaper_start(void);

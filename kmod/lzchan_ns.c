@@ -62,7 +62,13 @@ bool lzchan_ns_is_current(const struct lzchan_ns *ns)
  */
 static bool lzchan_ns_mortal(const struct lzchan_ns *ns)
 {
-	return ns->mq_mnt != init_task.nsproxy->ipc_ns->mq_mnt;
+	return !lzchan_ns_initial(ns);
+}
+
+/* Is this the host's (the initial) IPC namespace? */
+bool lzchan_ns_initial(const struct lzchan_ns *ns)
+{
+	return ns->mq_mnt == init_task.nsproxy->ipc_ns->mq_mnt;
 }
 
 /* The entry of the namespace @key identifies (see above), or NULL. */

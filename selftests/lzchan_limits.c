@@ -3,13 +3,17 @@
  * The module's limits (parameters under /sys/module/lzchan/parameters):
  * max_channels -> ENOSPC, max_channel_bytes -> EFBIG, max_user_bytes per
  * uid -> EDQUOT; memory is uncharged when channels go.  Tenants: a count
- * and bytes per IPC namespace and per user (counted in the user namespace
- * owning the IPC namespace, and as each owner above it), so that no
- * container or user can deny channels to the others.
+ * and bytes per IPC namespace and per user (counted as a user of the IPC
+ * namespace -- in the host's, as the host user -- and as each owner of the
+ * creator's user namespaces above it), so that no container or user can
+ * deny channels to the others.
  */
 #include <grp.h>
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
@@ -138,6 +142,8 @@ TEST(max_user_bytes)
 struct tenant {
 	uid_t owner, map, ids;
 	int procs;
+	bool no_resource;	/* without a user namespace: drop
+				 * CAP_SYS_RESOURCE, as Docker does */
 	int up[2], down[2];
 	pid_t pid;
 };
@@ -159,6 +165,24 @@ static int tenant_flood(const char *tag)
 	return r == -ENOSPC ? n : -1;
 }
 
+/* Lose CAP_SYS_RESOURCE for good (bounding, permitted, effective and
+ * inheritable sets), keeping the rest: a container's root as Docker
+ * starts it, which the module's limits apply to. */
+static int drop_sys_resource(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	const unsigned int k = CAP_TO_INDEX(CAP_SYS_RESOURCE);
+
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) ||
+	    syscall(SYS_capget, &h, d))
+		return -1;
+	d[k].effective &= ~CAP_TO_MASK(CAP_SYS_RESOURCE);
+	d[k].permitted &= ~CAP_TO_MASK(CAP_SYS_RESOURCE);
+	d[k].inheritable &= ~CAP_TO_MASK(CAP_SYS_RESOURCE);
+	return syscall(SYS_capset, &h, d) ? -1 : 0;
+}
+
 static int tenant_child(struct tenant *t)
 {
 	int i, n, total = 0;
@@ -172,6 +196,8 @@ static int tenant_child(struct tenant *t)
 		return 1;
 	if (unshare(CLONE_NEWIPC | (t->ids ? CLONE_NEWUSER : 0)))
 		return 2;
+	if (t->no_resource && drop_sys_resource())
+		return 4;
 	if (write(t->up[1], "u", 1) != 1 || read(t->down[0], &b, 1) != 1)
 		return 3;
 	/* One process per in-namespace uid, one after the other: their
@@ -361,6 +387,35 @@ TEST(ipc_namespace_limit)
 }
 
 /*
+ * Two containers without user namespaces running the same host uid, each
+ * in its own IPC namespace: each gets its own user allowance there, so
+ * neither can deny the other channels.  Docker's default is root without
+ * CAP_SYS_RESOURCE; an ordinary uid likewise.  (Before, both were charged
+ * as the one host user: the first took the whole allowance and the second
+ * got ENOSPC at once.)  The host user of that uid keeps its own, too.
+ */
+TEST(same_host_uid_in_two_containers)
+{
+	struct tenant x = { .owner = 3000, .procs = 1 }, y = { .owner = 3000, .procs = 1 };
+	struct tenant rx = { .owner = 0, .procs = 1, .no_resource = true };
+	struct tenant ry = { .owner = 0, .procs = 1, .no_resource = true };
+	struct tenant_limits l;
+
+	LZ_NEED_DEV();
+	ASSERT_EQ(0, tenant_limits_set(&l, 100, 24, 10));
+	EXPECT_EQ(10, tenant_start(&x));
+	EXPECT_EQ(10, tenant_start(&y));
+	EXPECT_EQ(0, host_user_creates(3000));
+	EXPECT_EQ(0, tenant_stop(&x));
+	EXPECT_EQ(0, tenant_stop(&y));
+	EXPECT_EQ(10, tenant_start(&rx));
+	EXPECT_EQ(10, tenant_start(&ry));
+	EXPECT_EQ(0, tenant_stop(&rx));
+	EXPECT_EQ(0, tenant_stop(&ry));
+	tenant_limits_restore(&l);
+}
+
+/*
  * /sys/class/misc/lzchan/tenants lists every tenant; when they do not fit
  * in a page (any user can make many), it ends in whole lines and "...".
  */
@@ -394,9 +449,11 @@ TEST(tenants_file)
 			EXPECT_EQ(0, nl[1]) TH_LOG("'...' is not last");
 			continue;
 		}
-		EXPECT_TRUE(!strncmp(line, "ns ", 3) || !strncmp(line, "user ", 5))
+		EXPECT_TRUE(!strncmp(line, "ns ", 3) || !strncmp(line, "user ", 5) ||
+			    !strncmp(line, "ipcuser ", 8))
 			TH_LOG("unexpected line '%s'", line);
-		if (!strncmp(line, "user ", 5) && strstr(line, " 1 "))
+		/* Its users are users of its IPC namespace. */
+		if (!strncmp(line, "ipcuser ", 8) && strstr(line, " 1 "))
 			ours++;
 	}
 	EXPECT_LT(50, ours);

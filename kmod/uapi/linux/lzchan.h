@@ -361,7 +361,8 @@ struct lzchan_usage {
 	__u32 max_user_channels;
 	__u32 ns_channels;		/* out: the caller's IPC namespace */
 	__u64 ns_bytes;
-	__u32 user_channels;		/* out: the caller, as a user there */
+	__u32 user_channels;		/* out: the caller, as a user there (the
+					 * host user in the host's namespace) */
 	__u32 reserved0;
 	__u64 user_bytes;
 	__u64 reserved[4];
