@@ -467,14 +467,15 @@ static inline struct lzchan_slot_hdr *__lzchan_fslot(const struct __lzchan_fast 
 	return (struct lzchan_slot_hdr *)(slots + ((size_t)(pos & f->mask) << f->slot_shift));
 }
 
-/* The inline reservation's gate (the inline send's, without taking the
- * position): a payload it takes, a position it may fill, and nothing new
+/* The gate without taking the position: a payload of at most @max (the
+ * inline calls: tx_max; the library, which copies with memcpy(): any one
+ * slot's, or 0 where tx_max is), a position it may fill, and nothing new
  * on the receiver's side (attn as the library last saw it: a receiver
  * gone changes it, and the library then keeps it unseen). */
-static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t len,
+static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t len, size_t max,
 					 const struct lzchan_shm_rx_lane *rxl)
 {
-	return __lzchan_likely(len <= f->tx_max && (int32_t)f->tx_room > 0 &&
+	return __lzchan_likely(len <= max && (int32_t)f->tx_room > 0 &&
 			       /* Relaxed: a change sends us to the library,
 				* whose acquire load pairs with the release
 				* store of attn (receiver, or the module).
@@ -486,7 +487,7 @@ static inline int __lzchan_fast_room_rxl(const struct __lzchan_fast *f, size_t l
 
 static inline int __lzchan_fast_room(const struct __lzchan_fast *f, size_t len)
 {
-	return __lzchan_fast_room_rxl(f, len, f->my_rxl);
+	return __lzchan_fast_room_rxl(f, len, f->tx_max, f->my_rxl);
 }
 
 

@@ -80,6 +80,15 @@ static inline uint32_t __lz_inline_max(const struct lzchan *ch)
 	return m < LZCHAN_INLINE_MAX ? m : LZCHAN_INLINE_MAX;
 }
 
+/* The longest payload the library's own sends take through the gate:
+ * any one slot's (it copies with memcpy()), but none where the inline
+ * send may take none (tx_max 0: a receiver, or a sender that fences every
+ * send). */
+static inline size_t __lz_gate_max(const struct lzchan *ch)
+{
+	return ch->f.tx_max ? ch->f.slot_size - sizeof(struct lzchan_slot_hdr) : 0;
+}
+
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size)
 {
 	uint32_t s;
@@ -643,7 +652,9 @@ static int __lz_send_one(struct lzchan *ch, const void *buf, size_t len)
 
 /*
  * The library's send of one message: the inline send's own code
- * (__lzchan_fast_room(), __lzchan_fast_put()) when the gate, computed again here, lets it, else
+ * (__lzchan_fast_room_rxl(), __lzchan_fast_put(); memcpy() for a one-slot
+ * payload longer than the inline copy's) when the gate, computed again
+ * here, lets it, else
  * the general path (__lz_tx_prepare()), which takes everything: a message
  * of several slots, a wrap, a stale payload word, a ring full by the
  * cached head, the counts' stop, a sender that fences every send.
@@ -655,9 +666,17 @@ static int __lz_send(struct lzchan *ch, const void *buf, size_t len)
 	/* The gate's test without taking from it on a refusal (the inline
 	 * commit reads a gate below 0 as its reservation's mark). */
 	__lzchan_tx_gate(ch);
-	if (__lzchan_fast_room(&ch->f, len)) {
+	if (__lzchan_fast_room_rxl(&ch->f, len, __lz_gate_max(ch), ch->f.my_rxl)) {
+		const struct lzchan_shm_rx_lane *rxl = ch->f.my_rxl;
+		struct lzchan_slot_hdr *h;
+
 		ch->f.tx_room--;
-		return __lzchan_fast_put(ch, buf, len, ch->f.my_rxl);
+		if (len <= LZCHAN_INLINE_MAX)
+			return __lzchan_fast_put(ch, buf, len, rxl);
+		/* Longer than the inline copy takes: one slot still. */
+		h = __lzchan_slot(ch, ch->f.slots, ch->f.tail);
+		memcpy(h + 1, buf, len);
+		return __lzchan_fast_publish_rxl(ch, &ch->f, h, ch->f.tail, (uint32_t)len, rxl);
 	}
 	ret = __lz_tx_check(ch, len);
 	if (ret)
@@ -896,7 +915,7 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 	/* Through the gate, computed again, as lzchan_send() does. */
 	if (__lzchan_likely(ch && ch->f.role == LZCHAN_SENDER && buf)) {
 		__lzchan_tx_gate(ch);
-		if (__lzchan_fast_room(&ch->f, len)) {
+		if (__lzchan_fast_room_rxl(&ch->f, len, __lz_gate_max(ch), ch->f.my_rxl)) {
 			__lzchan_fast_reserve(&ch->f, len, buf);
 			return 0;
 		}

@@ -414,6 +414,65 @@ TEST(batch_send_and_recv)
 	pair_close(&p);
 }
 
+/*
+ * One-slot messages longer than the inline copy (LZCHAN_INLINE_MAX) in
+ * 256-byte slots: every length from 57 to the slot's payload, sent and
+ * reserved, through the library's gate (memcpy) or the general way, and
+ * each received whole, in order, with a full ring in between.  (Built
+ * with LZCHAN_NO_INLINE too: selftests/noinline.)
+ */
+TEST(long_one_slot_messages)
+{
+	char out[256], in[256];
+	struct pair p;
+	uint32_t len, seq = 0, got = 0;
+	void *w;
+	int r;
+
+	ASSERT_EQ(0, pair_open(&p, "l1s", lz_opts(256, 64, 1)));
+	for (len = 57; len <= 248; len++) {
+		memset(out, (int)(len & 0x7f), len);
+		memcpy(out, &seq, sizeof(seq));
+		if (len & 1) {
+			r = lzchan_send(p.tx, out, len);
+		} else {
+			r = lzchan_reserve(p.tx, len, &w);
+			if (!r) {
+				memcpy(w, out, len);
+				r = lzchan_commit(p.tx, len);
+			}
+		}
+		if (r == -EAGAIN) {	/* full: drain, then again */
+			while ((r = lzchan_recv(p.rx, in, sizeof(in), NULL)) > 0) {
+				uint32_t s;
+
+				memcpy(&s, in, sizeof(s));
+				ASSERT_EQ(got, s);
+				ASSERT_EQ((char)((57 + got) & 0x7f), in[r - 1]);
+				ASSERT_EQ(57 + got, (uint32_t)r);
+				got++;
+			}
+			len--;
+			continue;
+		}
+		ASSERT_EQ(0, r) TH_LOG("len %u", len);
+		seq++;
+	}
+	while ((r = lzchan_recv(p.rx, in, sizeof(in), NULL)) > 0) {
+		uint32_t s;
+
+		memcpy(&s, in, sizeof(s));
+		ASSERT_EQ(got, s);
+		ASSERT_EQ(57 + got, (uint32_t)r);
+		ASSERT_EQ((char)((57 + got) & 0x7f), in[r - 1]);
+		got++;
+	}
+	EXPECT_EQ(-EAGAIN, r);
+	EXPECT_EQ(seq, got);
+	EXPECT_EQ(248 - 57 + 1, got);
+	pair_close(&p);
+}
+
 TEST(reserve_commit)
 {
 	char buf[128];

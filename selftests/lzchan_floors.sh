@@ -47,7 +47,7 @@ ok "every libchan source file names its floor" "$([ -s "$tmp/why" ]; echo $((!$?
 # defines, the definer's floor is below the user's.
 : >"$tmp/defs"
 while read -r f fl; do
-	nm --defined-only "$lib/$f.o" | awk -v f="$f" '$2 ~ /^[TDRB]$/ { print $3, f }' >>"$tmp/defs"
+	nm --defined-only "$lib/$f.o" | awk -v f="$f" '$2 ~ /^[A-Z]$/ { print $3, f }' >>"$tmp/defs"
 done <"$tmp/floor"
 : >"$tmp/why"
 : >"$tmp/edges"
