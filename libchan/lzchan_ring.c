@@ -522,7 +522,7 @@ static void __lz_tx_publish(struct lzchan *ch, uint32_t len, bool marker)
  */
 static void __lz_tx_attn(struct lzchan *ch)
 {
-	uint32_t attn, sleepy, parked;
+	uint32_t attn, sleepy, parked, state;
 	bool owed = false;
 
 	/* Pairs with the release store of attn (receiver: __lz_rx_attn();
@@ -546,8 +546,13 @@ static void __lz_tx_attn(struct lzchan *ch)
 	}
 	/* A receiver gone keeps attn unseen: every send asks the library,
 	 * which says -EPIPE (or, once a next receiver attached, goes on).
-	 * Acquire: pairs with the release store of rx_status. */
-	if (owed || LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) == LZCHAN_RX_GONE)
+	 * Acquire: pairs with the release store of rx_status.  A receiver
+	 * seen here is seen (__lz_tx_rx_dead()): the sends through the gate
+	 * load no status, and a receiver's arrival moves attn. */
+	state = LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status));
+	if (state != LZCHAN_RX_NONE)
+		ch->rx_seen = true;
+	if (owed || state == LZCHAN_RX_GONE)
 		return;
 	/* Relaxed: the SIGBUS handler may store it too (lzchan_guard.c);
 	 * after a cut rx_status reads GONE and we never get here. */

@@ -37,6 +37,8 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	# ... and the library's calls for every message (LZCHAN_NO_INLINE).
 	suite host/noinline/lzchan_api ./noinline/lzchan_api
 	suite host/noinline/lzchan_stress ./noinline/lzchan_stress
+	suite host/noinline/lzchan_shm ./noinline/lzchan_shm
+	suite host/noinline/lzchan_hostile ./noinline/lzchan_hostile
 	suite host/lzchan_header sh ./lzchan_header.sh "$top"
 	suite host/lzchan_floors sh ./lzchan_floors.sh "$top"
 	# The library under the sanitizers: ASan+UBSan for the calls, the
