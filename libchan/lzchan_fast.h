@@ -51,7 +51,7 @@
  * the library last saw it (attn_seen).  Through it, one slot is written
  * and published with one release store, and attn compared once after;
  * the library's own send runs this same code behind the gate it computes
- * again (__lzchan_fast_room(), __lzchan_fast_put()); everything else goes
+ * again (__lzchan_fast_room_rxl(), __lzchan_fast_put()); everything else goes
  * the library's general way.
  */
 #ifndef LZCHAN_FAST_H
