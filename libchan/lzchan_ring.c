@@ -735,9 +735,13 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 			return 0;
 		given_up = __lz_tx_given_up(ch);
 		/* shm: a receiver that died (its lock; first, as in
-		 * __lz_tx_full(), and before NONE, which it may make a lie). */
+		 * __lz_tx_full(), and before NONE, which it may make a lie).
+		 * Its status and head were loaded before its lock was looked
+		 * at: one that took everything and closed in between is not
+		 * an end.  Acquire: pairs with the release store of head in
+		 * its close, which precedes its unlock. */
 		if (__lz_tx_rx_dead(ch, st, &look))
-			return -EPIPE;
+			return __lz_load_acq(&ch->f.my_rxl->head) == ch->f.tail ? 0 : -EPIPE;
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE && !ch->rx_seen)
 			return -ENOTCONN;	/* they wait for the first receiver */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && __lz_tx_rx_gone(ch))

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1726,6 +1728,90 @@ TEST(dead_receiver_seen_at_the_next_retry)
 	EXPECT_EQ(-EPIPE, r);
 	lzchan_close(tx);
 	lzchan_unlink("dead");
+	rmdir(dir);
+}
+
+/*
+ * The library's fcntl(), interposed (it is linked in statically): while
+ * getlk_hook is set, its next look at a lock (F_OFD_GETLK) first lets
+ * the receiver child getlk_child read everything and close.  That places
+ * a clean close exactly between what a sender loaded (the receiver's
+ * status and head) and its look at the receiver's lock.
+ */
+static int getlk_go = -1;
+static pid_t getlk_child;
+static int getlk_hook;
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);	/* every command the library uses takes one */
+	va_end(ap);
+	if (cmd == F_OFD_GETLK && getlk_hook) {
+		getlk_hook = 0;
+		if (write(getlk_go, "g", 1) == 1)
+			waitpid(getlk_child, NULL, 0);
+	}
+	return syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/*
+ * A receiver that takes every message and closes while the sender's flush
+ * is between its loads and its look at the receiver's lock (found free):
+ * everything was taken, so the flush returns 0, not -EPIPE.  (The tool's
+ * "lzchan send" reported the receiver as gone after it had taken it all:
+ * a CI failure of lzchan_tool.sh's "a waiting receiver gets what a later
+ * sender sends".)
+ */
+TEST(flush_meets_a_receiver_that_took_everything_and_left)
+{
+	struct lzchan_opts o = lz_opts(64, 16, 1);
+	int go[2], ready[2], i;
+	struct lzchan *tx;
+	char dir[64], b;
+	pid_t pid;
+
+	shm_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_create("took", &o, LZCHAN_EXCL));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *rx;
+		char buf[64];
+
+		if (lzchan_open(&rx, "took", LZCHAN_RECEIVER, NULL) ||
+		    write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1)
+			_exit(1);
+		for (i = 0; i < 3; i++)
+			if (lzchan_recv_wait(rx, buf, sizeof(buf), NULL, -1) != 1)
+				_exit(2);
+		lzchan_close(rx);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, lzchan_open(&tx, "took", LZCHAN_SENDER, NULL));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, lzchan_send(tx, "x", 1));
+	getlk_go = go[1];
+	getlk_child = pid;
+	getlk_hook = 1;
+	EXPECT_EQ(0, lzchan_flush(tx, -1));
+	EXPECT_EQ(0, getlk_hook) TH_LOG("the flush never looked at the receiver's lock");
+	getlk_hook = 0;
+	/* The child was reaped in the hook; a flush that never looked
+	 * leaves it waiting for its go. */
+	if (waitpid(pid, NULL, WNOHANG) == pid)
+		TH_LOG("the receiver was reaped here, not in the hook");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	EXPECT_EQ(-EPIPE, lzchan_send(tx, "x", 1)) TH_LOG("its clean close is an end all the same");
+	lzchan_close(tx);
+	lzchan_unlink("took");
 	rmdir(dir);
 }
 
