@@ -55,6 +55,9 @@ struct lzchan;
 #define LZCHAN_TEMP		(1U << 5)	/* with CREATE, as RECEIVER: a new
 						 * channel whose name goes with its
 						 * receiver */
+#define LZCHAN_PUBLISHER	(1U << 6)	/* a pub/sub channel's publisher
+						 * (see "publish/subscribe") */
+#define LZCHAN_SUBSCRIBER	(1U << 7)	/* ... one of its subscribers */
 
 /* Channel options, for creation (and the receiver's tunables). */
 struct lzchan_opts {
@@ -409,6 +412,71 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
  * -EPROTO (malformed), -EINVAL, -ENAMETOOLONG.
  */
 int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o, int32_t *pid);
+
+/* ---- publish/subscribe ----
+ *
+ * A pub/sub channel has one publisher and up to max_subscribers
+ * subscribers, each of which gets every message (one write, read in place
+ * by all).  The publisher opens it with LZCHAN_PUBLISHER and sends with
+ * lzchan_send(), lzchan_reserve()/lzchan_commit() and lzchan_send_wait();
+ * a subscriber opens it with LZCHAN_SUBSCRIBER (or lzchan_subscribe())
+ * and receives with lzchan_recv(), lzchan_recv_wait(), lzchan_peek(),
+ * lzchan_recv_batch() and lzchan_release() (views: lane 0).  A message
+ * fits one slot: at most slot_size - 16 bytes (lzchan_geometry()'s
+ * max_msg).  Opening a channel as one kind and a pub/sub channel as the
+ * other fails with -EPROTOTYPE.  Shm backend only for now: the module
+ * refuses them (-EOPNOTSUPP from lzchan_ps_create()).
+ *
+ * What a subscriber's calls return besides the channel's:
+ *   -EOVERFLOW   (LZCHAN_PS_OVERWRITE) the publisher overwrote messages
+ *                before we read them: lzchan_lost() says how many; the
+ *                next call goes on from the oldest message still there;
+ *   -ECONNRESET  (LZCHAN_PS_BACKPRESSURE) we were detached for standing
+ *                still stall_ms while the publisher waited: close;
+ *   -EPIPE       the publisher left, and everything it published was
+ *                read (once per publisher; lzchan_end_cause(ch, 0) says
+ *                how it left); a next publisher's messages follow.
+ */
+struct lzchan_ps_opts {
+	uint32_t size;		/* sizeof(struct lzchan_ps_opts) */
+	uint32_t slot_size;	/* bytes per slot, power of two >= 64 (default 256) */
+	uint32_t slot_count;	/* slots in the ring, power of two (default 1024) */
+	uint32_t max_subscribers; /* 1..LZCHAN_SUBSCRIBERS_MAX (default 1024) */
+	uint32_t policy;	/* LZCHAN_PS_OVERWRITE (default), _BACKPRESSURE */
+	uint32_t stall_ms;	/* back-pressure: detach a subscriber the
+				 * publisher waited on this long (default
+				 * 1000; 0: never) */
+	int32_t numa_node;	/* node, or LZCHAN_NODE_LOCAL (default) */
+	uint32_t mode;		/* permission bits (default 0600) */
+	uint32_t node_strict;	/* 1: pages only from numa_node */
+	uint32_t reserved[7];	/* 0 */
+};
+
+void lzchan_ps_opts_init(struct lzchan_ps_opts *o);
+
+/* Create pub/sub channel @name; as lzchan_create() (1 created, 0 existed,
+ * -EEXIST with LZCHAN_EXCL, -EINVAL, ...), and -EOPNOTSUPP on the dev
+ * backend (the module makes no pub/sub channels yet). */
+int lzchan_ps_create(const char *name, const struct lzchan_ps_opts *opts,
+		     unsigned int flags);
+
+/* Subscribe to @name, starting at its newest message and up to @history
+ * older ones still in the ring (at most slot_count - 1).  @flags: 0 or
+ * LZCHAN_OWNED.  As lzchan_open(); -EUSERS when every place is taken. */
+int lzchan_subscribe(struct lzchan **chp, const char *name, uint32_t history,
+		     unsigned int flags);
+
+/* Subscriber: how many messages were lost since the last call (*@lost;
+ * 0 when none), then counting starts again.  0, -EBADF, -EINVAL. */
+int lzchan_lost(struct lzchan *ch, uint64_t *lost);
+
+/*
+ * Subscriber: release view @m as lzchan_release() does, and say whether
+ * it stayed intact while held: 0, or -ESTALE -- the publisher overwrote it
+ * (LZCHAN_PS_OVERWRITE), so what was read from it must be dropped (it
+ * counts as lost), or it was no view held any more.  -EBADF, -EINVAL.
+ */
+int lzchan_release_check(struct lzchan *ch, const struct lzchan_msg *m);
 
 
 /* The inline calls' definitions and the handle prefix they use. */

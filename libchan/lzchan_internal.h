@@ -78,6 +78,7 @@ struct lzchan {
 	bool claimed;			/* shm: we hold our role's lock (the close
 					 * speaks for the role only then) */
 	uint64_t file_dev, file_ino;	/* shm: the channel file */
+	struct __lzchan_ps *ps;		/* a pub/sub handle's state (lzchan_pubsub.c) */
 	bool bye_known;			/* clean closes are recorded (shm; a
 					 * module with LZCHAN_FEAT_BYE) */
 	char name[LZCHAN_NAME_SIZE];
@@ -191,9 +192,17 @@ struct __lzchan_shm_file {
 	int32_t numa_node;
 	uint32_t flags;		/* SHM_FILE_* */
 	struct lzchan_layout layout;
+	/* SHM_FILE_PUBSUB (max_senders 0, layout zero: a library that
+	 * knows no pub/sub refuses the file as no channel, -EPROTO) */
+	uint32_t max_subscribers;
+	uint32_t policy;	/* LZCHAN_PS_* */
+	uint32_t stall_ms;
+	uint32_t pad;
+	struct lzchan_ps_layout ps;
 };
 
 #define SHM_FILE_TEMP		(1U << 0)	/* the name goes with the receiver */
+#define SHM_FILE_PUBSUB		(1U << 1)	/* a publish/subscribe channel */
 
 /*
  * The library's floors (Documentation/libchan/design.rst, "The library's
@@ -243,6 +252,32 @@ int __lzchan_sock_ring(struct lzchan *ch);
 void __lzchan_wake(struct lzchan *ch, uint32_t parked);
 void __lzchan_ring(struct lzchan *ch);
 
+/* Floor 2, lzchan_pubsub.c: publish/subscribe handles, which the public
+ * calls above hand here. */
+int __lzchan_ps_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_subs,
+			   uint32_t policy);
+uint32_t __lzchan_ps_max_msg(uint32_t slot_size);
+void __lzchan_ps_layout(struct lzchan_ps_layout *l, uint32_t slot_size, uint32_t slot_count,
+			uint32_t max_subs, uint64_t page);
+uint64_t __lzchan_ps_file_size(const struct lzchan_ps_layout *l, uint64_t page);
+int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, uint64_t size,
+		       uint32_t history);
+void __lzchan_ps_close(struct lzchan *ch, bool clean);
+int __lzchan_ps_send(struct lzchan *ch, const void *buf, size_t len);
+int __lzchan_ps_reserve(struct lzchan *ch, size_t len, void **buf);
+int __lzchan_ps_commit(struct lzchan *ch, size_t len);
+int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns);
+int __lzchan_ps_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane);
+int __lzchan_ps_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n);
+int __lzchan_ps_peek(struct lzchan *ch, struct lzchan_msg *m);
+void __lzchan_ps_release(struct lzchan *ch, const struct lzchan_msg *m);
+int __lzchan_ps_release_check(struct lzchan *ch, const struct lzchan_msg *m);
+int __lzchan_ps_lost(struct lzchan *ch, uint64_t *lost);
+int __lzchan_ps_end_cause(struct lzchan *ch, uint32_t lane);
+int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
+			  int64_t timeout_ns);
+void __lzchan_ps_kick(struct lzchan *ch);
+
 /* Floor 3, lzchan_ring.c: send and receive.  __lzchan_tx_gate() keeps the
  * inline send's gate (struct __lzchan_fast) whenever what it summarises
  * changes. */
@@ -262,6 +297,16 @@ void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
  * lzchan_stat.c (channels seen without opening them); floor 5,
  * lzchan_setup.c (opening and closing, both backends); floor 6,
  * lzchan_wait.c (waiting). */
+
+/* A spinning loop's pause. */
+static inline void __lz_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 /* Was lzchan_wake() called since we last looked?  Takes the request. */
 static inline bool __lzchan_woken(struct lzchan *ch)

@@ -700,6 +700,8 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	 * again; a receiver's handle keeps it 0 (its tx_max lets an empty
 	 * message test it). */
 	if (__lzchan_unlikely(!ch || ch->f.role != LZCHAN_SENDER)) {
+		if (ch && ch->ps)
+			return __lzchan_ps_send(ch, buf, len);
 		if (ch)
 			ch->f.tx_room = 0;
 		return -EBADF;
@@ -719,7 +721,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 	bool given_up;
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
-		return -EBADF;
+		return ch && ch->ps ? __lzchan_ps_flush(ch, timeout_ns) : -EBADF;
 	if (!__lzchan_guard_lost(ch->guard))
 		__lzchan_tx_stats(ch);
 	deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
@@ -904,6 +906,15 @@ int lzchan_send_batch(struct lzchan *ch, const struct iovec *msgs, unsigned int 
 	unsigned int i;
 	bool cut = false;
 
+	if (ch && ch->ps) {
+		int r = 0;
+
+		/* One message after the other, as far as they go. */
+		for (i = 0; i < n && !(r = __lzchan_ps_send(ch, msgs[i].iov_base,
+							     msgs[i].iov_len)); i++)
+			;
+		return i ? (int)i : r;
+	}
 	if (!ch || ch->f.role != LZCHAN_SENDER)
 		return -EBADF;
 	/* The common case: one run sends them all (no cut met: it would
@@ -929,6 +940,8 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 			return 0;
 		}
 	}
+	if (ch && ch->ps)
+		return __lzchan_ps_reserve(ch, len, buf);
 	ret = __lz_tx_check(ch, len);
 
 	if (ret)
@@ -951,7 +964,7 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 	bool marker;
 
 	if (!ch || ch->f.role != LZCHAN_SENDER)
-		return -EBADF;
+		return ch && ch->ps ? __lzchan_ps_commit(ch, len) : -EBADF;
 	if (!ch->f.reserved || len > ch->f.resv_len)
 		return -EINVAL;
 	/* One made through the gate (bit 31 of tx_room: no library call
@@ -2107,6 +2120,10 @@ void lzchan_release(struct lzchan *ch, const struct lzchan_msg *m)
 {
 	struct __lzchan_rxlane *rl;
 
+	if (ch && ch->ps) {
+		__lzchan_ps_release(ch, m);
+		return;
+	}
 	if (!ch || ch->f.role != LZCHAN_RECEIVER || !m || m->lane >= ch->f.max_senders)
 		return;
 	rl = &ch->f.lanes[m->lane];
@@ -2289,8 +2306,11 @@ int lzchan_peek(struct lzchan *ch, struct lzchan_msg *m)
 	const struct __lz_want w = { .m = m, .n = 1 };
 	int ret;
 
-	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
+	if (!ch || ch->f.role != LZCHAN_RECEIVER) {
+		if (!ch || !ch->ps)
+			return -EBADF;
+		return m ? __lzchan_ps_peek(ch, m) : -EINVAL;
+	}
 	if (!m)
 		return -EINVAL;		/* nowhere to put the view */
 	ret = __lz_rx_call(ch, &w);
@@ -2301,8 +2321,11 @@ int lzchan_peek_lane(struct lzchan *ch, uint32_t lane, struct lzchan_msg *m)
 {
 	int ret;
 
-	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
+	if (!ch || ch->f.role != LZCHAN_RECEIVER) {
+		if (!ch || !ch->ps)
+			return -EBADF;
+		return !m || lane ? -EINVAL : __lzchan_ps_peek(ch, m);
+	}
 	if (!m)
 		return -EINVAL;
 	__lz_turn_settle(ch);
@@ -2316,7 +2339,7 @@ int lzchan_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 	const struct __lz_want w = { .buf = buf, .cap = cap, .lane = lane };
 
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
+		return ch && ch->ps ? __lzchan_ps_recv(ch, buf, cap, lane) : -EBADF;
 	return __lz_rx_call(ch, &w);
 }
 
@@ -2324,8 +2347,11 @@ int lzchan_recv_lane(struct lzchan *ch, uint32_t lane, void *buf, size_t cap)
 {
 	int ret;
 
-	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
+	if (!ch || ch->f.role != LZCHAN_RECEIVER) {
+		if (!ch || !ch->ps)
+			return -EBADF;
+		return lane ? -EINVAL : __lzchan_ps_recv(ch, buf, cap, NULL);
+	}
 	__lz_turn_settle(ch);
 	ret = __lz_recv_lane(ch, lane, buf, cap);
 	__lz_turn_grant(ch);
@@ -2338,8 +2364,11 @@ int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
 
 	if (!n)
 		return -EINVAL;
-	if (!ch || ch->f.role != LZCHAN_RECEIVER)
-		return -EBADF;
+	if (!ch || ch->f.role != LZCHAN_RECEIVER) {
+		if (!ch || !ch->ps)
+			return -EBADF;
+		return m ? __lzchan_ps_recv_batch(ch, m, n) : -EINVAL;
+	}
 	if (!m)
 		return -EINVAL;		/* nowhere to put the views */
 	return __lz_rx_call(ch, &w);
@@ -2368,6 +2397,8 @@ int lzchan_end_cause(struct lzchan *ch, uint32_t lane)
 
 	if (!ch)
 		return -EBADF;
+	if (ch->ps)
+		return __lzchan_ps_end_cause(ch, lane);
 	if (ch->f.role == LZCHAN_RECEIVER) {
 		if (lane >= ch->f.max_senders)
 			return -EINVAL;
@@ -2395,4 +2426,14 @@ int lzchan_end_cause(struct lzchan *ch, uint32_t lane)
 	/* Relaxed: ordered by the acquire of GONE above. */
 	return __lz_load(&ch->f.hdr->rx_bye) == LZCHAN_STATUS_GEN(st) ? LZCHAN_END_CLOSED :
 									 LZCHAN_END_LOST;
+}
+
+int lzchan_lost(struct lzchan *ch, uint64_t *lost)
+{
+	return ch && ch->ps ? __lzchan_ps_lost(ch, lost) : -EBADF;
+}
+
+int lzchan_release_check(struct lzchan *ch, const struct lzchan_msg *m)
+{
+	return ch && ch->ps ? __lzchan_ps_release_check(ch, m) : -EBADF;
 }

@@ -51,6 +51,19 @@ void lzchan_opts_init(struct lzchan_opts *o)
 	o->spin_ns = 50000;
 }
 
+void lzchan_ps_opts_init(struct lzchan_ps_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->slot_size = 256;
+	o->slot_count = 1024;
+	o->max_subscribers = 1024;
+	o->policy = LZCHAN_PS_OVERWRITE;
+	o->stall_ms = 1000;
+	o->numa_node = LZCHAN_NODE_LOCAL;
+	o->mode = 0600;
+}
+
 static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 			      uint32_t slot_count, uint32_t max_senders)
 {
@@ -60,6 +73,12 @@ static void __lzchan_set_geom(struct lzchan *ch, uint32_t slot_size,
 	ch->f.mask = slot_count - 1;
 	ch->f.max_senders = max_senders;
 	ch->max_msg = __lzchan_max_msg(slot_size, slot_count);
+}
+
+/* A publish/subscribe role? */
+static bool __lz_ps_role(uint32_t role)
+{
+	return role == LZCHAN_PUBLISHER || role == LZCHAN_SUBSCRIBER;
 }
 
 /* ---- the mappings ---- */
@@ -311,20 +330,27 @@ static int __lzchan_shm_publish(int fd, char *tmp, const char *path)
 	return 0;
 }
 
-/* Create the channel file; *@made (if not NULL) identifies it. */
+/* Create the channel file; *@made (if not NULL) identifies it.  @ps: a
+ * pub/sub channel of that geometry (@o's geometry is then unused). */
 static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
-			       bool temp, bool *created, struct stat *made)
+			       const struct lzchan_ps_opts *ps, bool temp, bool *created,
+			       struct stat *made)
 {
 	struct __lzchan_shm_file *f;
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	struct __lzchan_guard *guard = NULL;
+	struct lzchan_ps_layout psl;
 	struct lzchan_layout l;
 	char tmp[PATH_MAX];
 	bool lost;
 	size_t total;
 	int fd, ret;
 
-	ret = __lzchan_geom_check(o->slot_size, o->slot_count, o->max_senders);
+	if (ps)
+		ret = __lzchan_ps_geom_check(ps->slot_size, ps->slot_count, ps->max_subscribers,
+					     ps->policy);
+	else
+		ret = __lzchan_geom_check(o->slot_size, o->slot_count, o->max_senders);
 	if (ret)
 		return ret;
 	if (o->mode & ~0777U)
@@ -339,8 +365,14 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 	if (fchmod(fd, o->mode) < 0)
 		goto fail_errno;
 
-	__lzchan_shm_layout(&l, o->slot_size, o->slot_count, o->max_senders, page);
-	total = page + l.lanes_off + l.lane_stride * o->max_senders;
+	if (ps) {
+		memset(&l, 0, sizeof(l));
+		__lzchan_ps_layout(&psl, ps->slot_size, ps->slot_count, ps->max_subscribers, page);
+		total = __lzchan_ps_file_size(&psl, page);
+	} else {
+		__lzchan_shm_layout(&l, o->slot_size, o->slot_count, o->max_senders, page);
+		total = page + l.lanes_off + l.lane_stride * o->max_senders;
+	}
 	if (ftruncate(fd, (off_t)total) < 0)
 		goto fail_errno;
 	f = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -363,15 +395,32 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 	}
 	f->version = SHM_FILE_VERSION;
 	f->page_size = page;
-	f->slot_size = o->slot_size;
-	f->slot_count = o->slot_count;
-	f->max_senders = o->max_senders;
 	f->numa_node = o->numa_node;
-	f->flags = temp ? SHM_FILE_TEMP : 0;
 	f->layout = l;
-	{
+	if (ps) {
+		struct lzchan_ps_hdr *h = (void *)((char *)f + page + psl.info_off);
+
+		f->slot_size = ps->slot_size;
+		f->slot_count = ps->slot_count;
+		f->flags = SHM_FILE_PUBSUB;
+		f->max_subscribers = ps->max_subscribers;
+		f->policy = ps->policy;
+		f->stall_ms = ps->stall_ms;
+		f->ps = psl;
+		h->magic = LZCHAN_PS_MAGIC;
+		h->abi_version = LZCHAN_ABI_VERSION;
+		h->slot_size = ps->slot_size;
+		h->slot_count = ps->slot_count;
+		h->max_subscribers = ps->max_subscribers;
+		h->policy = ps->policy;
+		h->stall_ms = ps->stall_ms;
+	} else {
 		struct lzchan_shm_hdr *h = (void *)((char *)f + page);
 
+		f->slot_size = o->slot_size;
+		f->slot_count = o->slot_count;
+		f->max_senders = o->max_senders;
+		f->flags = temp ? SHM_FILE_TEMP : 0;
 		h->magic = LZCHAN_SHM_MAGIC;
 		h->abi_version = LZCHAN_ABI_VERSION;
 		h->slot_size = o->slot_size;
@@ -526,7 +575,7 @@ static int __lzchan_shm_probe(const char *path)
  * @owned: LZCHAN_OWNED.
  */
 static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
-			       const struct stat *made, bool owned)
+			       const struct stat *made, bool owned, uint32_t history)
 {
 	struct __lzchan_shm_file hdr;
 	struct lzchan_layout want;
@@ -555,6 +604,11 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	ret = __lzchan_shm_read_hdr(ch->fd, &hdr);
 	if (ret)
 		return ret;
+	/* One kind of channel opened as the other kind: said as such. */
+	if (!(hdr.flags & SHM_FILE_PUBSUB) != !__lz_ps_role(ch->f.role))
+		return -EPROTOTYPE;
+	if (hdr.flags & SHM_FILE_PUBSUB)
+		return __lzchan_ps_attach(ch, &hdr, (uint64_t)st.st_size, history);
 	ch->temp = hdr.flags & SHM_FILE_TEMP;
 	/* The file is anyone's with write access: trust nothing in it. */
 	if (hdr.version != SHM_FILE_VERSION || hdr.page_size != page)
@@ -750,8 +804,9 @@ static void __lzchan_shm_remove_temp(struct lzchan *ch)
 		(void)__lzchan_shm_remove_if(path, &was);
 }
 
-static int __lzchan_shm_open(struct lzchan *ch, const char *name,
-			     unsigned int flags, const struct lzchan_opts *o)
+static int __lzchan_shm_open(struct lzchan *ch, const char *name, unsigned int flags,
+			     const struct lzchan_opts *o, const struct lzchan_ps_opts *ps,
+			     uint32_t history)
 {
 	char path[PATH_MAX];
 	bool created = false;
@@ -766,14 +821,15 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 		if (flags & LZCHAN_CREATE) {
 			if (flags & LZCHAN_TEMP)
 				__lzchan_shm_sweep(path);
-			ret = __lzchan_shm_create(path, o, flags & LZCHAN_TEMP, &created, &made);
+			ret = __lzchan_shm_create(path, o, ps, flags & LZCHAN_TEMP, &created, &made);
 			if (ret == -EEXIST && !(flags & LZCHAN_EXCL))
 				ret = 0;
 			if (ret)
 				return ret;
 		}
 		ch->created = created;
-		ret = __lzchan_shm_attach(ch, path, created ? &made : NULL, flags & LZCHAN_OWNED);
+		ret = __lzchan_shm_attach(ch, path, created ? &made : NULL, flags & LZCHAN_OWNED,
+					  history);
 		/* LZCHAN_CREATE over a file of ours that is not a channel:
 		 * replace it. */
 		if (ret == -EPROTO && (flags & LZCHAN_CREATE) && !(flags & LZCHAN_EXCL) &&
@@ -786,6 +842,8 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name,
 			return ret;
 		break;
 	}
+	if (ch->ps)
+		return 0;		/* attached, its place taken */
 	/* A temporary channel whose receiver has come and gone (died: a
 	 * closing one removes the name itself) is gone: remove what it
 	 * left, for everyone.  Pairs with the receiver's release store of
@@ -843,19 +901,24 @@ static int __lzchan_owned_err(const char *name, unsigned int flags, int err)
 	return err;
 }
 
-int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
-		const struct lzchan_opts *opts)
+/* lzchan_open() and lzchan_subscribe(); @ps: a publisher's creation
+ * (LZCHAN_CREATE), @history: a subscriber's. */
+static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
+		     const struct lzchan_opts *opts, const struct lzchan_ps_opts *ps,
+		     uint32_t history)
 {
-	unsigned int role = flags & (LZCHAN_RECEIVER | LZCHAN_SENDER);
+	unsigned int role = flags & (LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_PUBLISHER |
+				     LZCHAN_SUBSCRIBER);
 	struct lzchan_opts o;
 	struct lzchan *ch;
 	int ret, devfd;
 
-	if (!chp || (role != LZCHAN_RECEIVER && role != LZCHAN_SENDER) ||
-	    (flags & ~(LZCHAN_RECEIVER | LZCHAN_SENDER | LZCHAN_CREATE | LZCHAN_EXCL |
-		       LZCHAN_OWNED | LZCHAN_TEMP)) ||
+	if (!chp || (role != LZCHAN_RECEIVER && role != LZCHAN_SENDER && !__lz_ps_role(role)) ||
+	    (flags & ~(role | LZCHAN_CREATE | LZCHAN_EXCL | LZCHAN_OWNED | LZCHAN_TEMP)) ||
 	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)) ||
-	    ((flags & LZCHAN_TEMP) && (!(flags & LZCHAN_CREATE) || role != LZCHAN_RECEIVER)))
+	    ((flags & LZCHAN_TEMP) && (!(flags & LZCHAN_CREATE) || role != LZCHAN_RECEIVER)) ||
+	    ((flags & LZCHAN_CREATE) && role == LZCHAN_SUBSCRIBER) ||
+	    (__lz_ps_role(role) && opts))
 		return -EINVAL;
 	if (flags & LZCHAN_TEMP)
 		flags |= LZCHAN_EXCL;	/* a temporary channel is always a new one */
@@ -889,17 +952,31 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 	memcpy(ch->name, name, strlen(name) + 1);
 
 	devfd = __lzchan_pick();
-	if (devfd >= 0) {
+	if (devfd >= 0 && __lz_ps_role(role)) {
+		close(devfd);		/* the module makes no pub/sub channels yet */
+		ch->backend = LZCHAN_BACKEND_DEV;
+		ret = -EOPNOTSUPP;
+	} else if (devfd >= 0) {
 		ch->fd = devfd;
 		ret = __lzchan_dev_open(ch, name, flags, &o);
 	} else if (devfd == -ENOENT) {
-		ret = __lzchan_shm_open(ch, name, flags, &o);
+		if (__lz_ps_role(role)) {
+			o.mode = ps->mode;
+			o.numa_node = ps->numa_node;
+			o.node_strict = ps->node_strict;
+		}
+		ret = __lzchan_shm_open(ch, name, flags, &o, __lz_ps_role(role) ? ps : NULL,
+					history);
 	} else {
 		ret = devfd;
 	}
 	if (ret) {
 		ret = __lzchan_owned_err(name, flags, ret);
 		goto fail;
+	}
+	if (ch->ps) {
+		*chp = ch;
+		return 0;
 	}
 
 	ch->f.publish_every = o.publish_every && o.publish_every <= ch->f.slot_count ?
@@ -922,6 +999,26 @@ int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
 fail:
 	lzchan_close(ch);
 	return ret;
+}
+
+int lzchan_open(struct lzchan **chp, const char *name, unsigned int flags,
+		const struct lzchan_opts *opts)
+{
+	struct lzchan_ps_opts ps;
+
+	lzchan_ps_opts_init(&ps);
+	return __lz_open(chp, name, flags, opts, &ps, 0);
+}
+
+int lzchan_subscribe(struct lzchan **chp, const char *name, uint32_t history,
+		     unsigned int flags)
+{
+	struct lzchan_ps_opts ps;
+
+	if (flags & ~LZCHAN_OWNED)
+		return -EINVAL;
+	lzchan_ps_opts_init(&ps);
+	return __lz_open(chp, name, LZCHAN_SUBSCRIBER | flags, NULL, &ps, history);
 }
 
 /*
@@ -974,6 +1071,7 @@ static void __lz_close(struct lzchan *ch, bool clean)
 
 	if (!ch)
 		return;
+	__lzchan_ps_close(ch, clean);	/* a pub/sub handle's own part */
 	/* A sender's counts are exact once it has closed (the inline send
 	 * publishes them in steps), unless its memory was lost. */
 	if (ch->f.role == LZCHAN_SENDER && ch->f.tx && !__lzchan_guard_lost(ch->guard))
@@ -1123,8 +1221,9 @@ int lzchan_unlink(const char *name)
 	return unlink(path) < 0 ? -errno : 0;
 }
 
-int lzchan_create(const char *name, const struct lzchan_opts *opts,
-		  unsigned int flags)
+/* lzchan_create(), and lzchan_ps_create() with @ps. */
+static int __lz_create(const char *name, const struct lzchan_opts *opts,
+		       const struct lzchan_ps_opts *ps, unsigned int flags)
 {
 	char path[PATH_MAX];
 	struct lzchan_opts o;
@@ -1140,7 +1239,16 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 		o = *opts;
 	else
 		lzchan_opts_init(&o);
+	if (ps) {
+		o.mode = ps->mode;
+		o.numa_node = ps->numa_node;
+		o.node_strict = ps->node_strict;
+	}
 	fd = __lzchan_pick();
+	if (fd >= 0 && ps) {
+		close(fd);
+		return -EOPNOTSUPP;	/* the module makes no pub/sub channels yet */
+	}
 	if (fd >= 0) {
 		struct lzchan_create c = {
 			.size = sizeof(c),
@@ -1164,7 +1272,7 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	if (ret)
 		return ret;
 	for (tries = 0; ; tries++) {
-		ret = __lzchan_shm_create(path, &o, false, &created, NULL);
+		ret = __lzchan_shm_create(path, &o, ps, false, &created, NULL);
 		if (ret != -EEXIST || (flags & LZCHAN_EXCL))
 			return ret ? ret : 1;
 		/* The name is taken: by a channel (fine), or by something
@@ -1180,6 +1288,33 @@ int lzchan_create(const char *name, const struct lzchan_opts *opts,
 	}
 }
 
+int lzchan_create(const char *name, const struct lzchan_opts *opts,
+		  unsigned int flags)
+{
+	return __lz_create(name, opts, NULL, flags);
+}
+
+int lzchan_ps_create(const char *name, const struct lzchan_ps_opts *opts,
+		     unsigned int flags)
+{
+	struct lzchan_ps_opts o;
+	unsigned int i;
+
+	lzchan_ps_opts_init(&o);
+	if (opts) {
+		/* What the caller knows of the struct; the rest defaults. */
+		if (opts->size < offsetof(struct lzchan_ps_opts, reserved) ||
+		    opts->size > sizeof(o))
+			return -EINVAL;
+		memcpy(&o, opts, opts->size);
+		o.size = sizeof(o);
+		for (i = 0; i < sizeof(o.reserved) / sizeof(o.reserved[0]); i++)
+			if (o.reserved[i])
+				return -EINVAL;
+	}
+	return __lz_create(name, NULL, &o, flags);
+}
+
 int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)
 {
 	if (!ch || !g)
@@ -1189,7 +1324,8 @@ int lzchan_geometry(const struct lzchan *ch, struct lzchan_geom *g)
 	g->slot_count = ch->f.slot_count;
 	g->max_senders = ch->f.max_senders;
 	g->max_msg = ch->max_msg;
-	g->lane = ch->f.role == LZCHAN_SENDER ? ch->lane : LZCHAN_LANE_NONE;
+	g->lane = ch->f.role == LZCHAN_SENDER ? ch->lane :
+		  ch->f.role == LZCHAN_PUBLISHER ? 0 : LZCHAN_LANE_NONE;
 	g->backend = ch->backend;
 	g->numa_node = ch->numa_node;
 	g->created = ch->created;
@@ -1211,6 +1347,8 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 
 	if (!ch)
 		return -EINVAL;
+	if (ch->ps)
+		return -EOPNOTSUPP;	/* shm pub/sub has no credentials to say */
 	if (ch->backend == LZCHAN_BACKEND_SHM) {
 		struct ucred c = { .pid = getpid(), .uid = geteuid(), .gid = getegid() };
 		int ret = 0;

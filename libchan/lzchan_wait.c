@@ -36,15 +36,6 @@
  * sender died, so it looks at the locks this often. */
 #define SHM_BLIND_SLEEP_NS	50000000ULL
 
-static inline void __lz_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 static void __lz_set_parked(struct lzchan *ch, bool parked)
 {
 	if ((ch->parked & 1) == parked)
@@ -216,6 +207,10 @@ int lzchan_wake(struct lzchan *ch)
 		return -EBADF;
 	/* Pairs with the acquire exchange in __lzchan_woken(). */
 	__atomic_store_n(&ch->wake_req, 1, __ATOMIC_RELEASE);
+	if (ch->ps) {
+		__lzchan_ps_kick(ch);	/* a subscriber's futex */
+		return 0;
+	}
 	if (ch->f.role != LZCHAN_RECEIVER)
 		return 0;	/* lzchan_send_wait() sleeps 20 us at most */
 	if (ch->backend == LZCHAN_BACKEND_DEV) {
@@ -249,6 +244,8 @@ int lzchan_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 	bool slept = false;
 	int r, i;
 
+	if (ch && ch->ps)
+		return __lzchan_ps_recv_wait(ch, buf, cap, lane, timeout_ns);
 	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
 	for (;;) {
 		r = lzchan_recv(ch, buf, cap, lane);
@@ -313,6 +310,8 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 
 int lzchan_event_fd(struct lzchan *ch)
 {
+	if (ch && ch->f.role == LZCHAN_SUBSCRIBER)
+		return -EOPNOTSUPP;	/* not yet: lzchan_recv_wait() */
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)
@@ -324,6 +323,8 @@ int lzchan_arm(struct lzchan *ch)
 {
 	int r;
 
+	if (ch && ch->f.role == LZCHAN_SUBSCRIBER)
+		return -EOPNOTSUPP;
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)

@@ -34,10 +34,12 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	suite host/lzchan_threads ./lzchan_threads
 	suite host/lzchan_stat ./lzchan_stat
 	suite host/lzchan_shm ./lzchan_shm
+	suite host/lzchan_pubsub ./lzchan_pubsub
 	# ... and the library's calls for every message (LZCHAN_NO_INLINE).
 	suite host/noinline/lzchan_api ./noinline/lzchan_api
 	suite host/noinline/lzchan_stress ./noinline/lzchan_stress
 	suite host/noinline/lzchan_shm ./noinline/lzchan_shm
+	suite host/noinline/lzchan_pubsub ./noinline/lzchan_pubsub
 	suite host/noinline/lzchan_hostile ./noinline/lzchan_hostile
 	suite host/lzchan_header sh ./lzchan_header.sh "$top"
 	suite host/lzchan_floors sh ./lzchan_floors.sh "$top"
@@ -51,6 +53,7 @@ suite() {	# name, command...: run one host suite framed for tap-summary.awk
 	# writer.  Its SIGBUS guard must see the signal itself (ASan would
 	# report and exit instead of dying of a SIGBUS that is not ours).
 	suite host/asan/lzchan_shm env ASAN_OPTIONS=handle_sigbus=0 ./san/lzchan_shm.asan
+	suite host/asan/lzchan_pubsub env ASAN_OPTIONS=handle_sigbus=0 ./san/lzchan_pubsub.asan
 	suite host/tsan/lzchan_threads env LZCHAN_THREAD_MSGS=50000 ./san/lzchan_threads.tsan
 	suite host/lzchan_tool sh ./lzchan_tool.sh "$top/tools/lzchan"
 	suite host/make_run sh ./lzchan_run.sh "$top"

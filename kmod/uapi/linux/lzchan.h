@@ -528,4 +528,111 @@ struct lzchan_slot_hdr {
  */
 #define LZCHAN_MSG_MAX		0x7fffffffU
 
+/* ------------------------------------------------------------------ */
+/* Publish/subscribe channels                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A publish/subscribe channel has one publisher and up to max_subscribers
+ * subscribers.  The publisher writes each message once, into one slot of
+ * one ring; every subscriber reads it there, in place or copied, keeping
+ * its own position.  The memory-ordering argument is in
+ * Documentation/libchan/design.rst ("Publish/subscribe").  libchan's
+ * shared-memory backend keeps this layout in its channel file (the
+ * module does not make these channels yet: LZCHAN_FEAT_PUBSUB is absent).
+ *
+ *   area    publisher   subscriber i    written by
+ *   info    read        read            the creator (shm) or the kernel
+ *   pub     read/write  read            the publisher (tail)
+ *   wake    read        read/write      parking subscribers (sleepers);
+ *                                       the publisher (wake)
+ *   subs    read        line i          subscriber i (its position);
+ *                                       the publisher (detached)
+ *   ring    read/write  read            the publisher
+ */
+#define LZCHAN_PS_MAGIC		0x6c7a7073U	/* "lzps" */
+#define LZCHAN_SUBSCRIBERS_MAX	4096
+
+#define LZCHAN_PS_OVERWRITE	0	/* the publisher never waits: a
+					 * subscriber that falls a ring behind
+					 * loses the oldest, and is told so */
+#define LZCHAN_PS_BACKPRESSURE	1	/* the publisher waits for the slowest
+					 * attached subscriber (one stalled
+					 * for stall_ms is detached) */
+
+struct lzchan_ps_layout {
+	__u64 info_off;			/* struct lzchan_ps_hdr */
+	__u64 info_size;
+	__u64 pub_off;			/* struct lzchan_ps_pub */
+	__u64 pub_size;
+	__u64 wake_off;			/* struct lzchan_ps_wake */
+	__u64 wake_size;
+	__u64 subs_off;			/* subscriber i at subs_off + i * sub_stride */
+	__u64 sub_stride;
+	__u64 subs_size;
+	__u64 ring_off;			/* slot p % slot_count at ring_off +
+					 * (p % slot_count) * slot_size */
+	__u64 ring_size;
+	__u64 reserved[5];
+};
+
+struct lzchan_ps_hdr {
+	__u32 magic;			/* LZCHAN_PS_MAGIC */
+	__u32 abi_version;
+	__u32 slot_size;
+	__u32 slot_count;
+	__u32 max_subscribers;
+	__u32 policy;			/* LZCHAN_PS_* */
+	__u32 stall_ms;			/* back-pressure: 0 never detaches */
+	__u32 pub_bye;			/* gen of the last publisher that
+					 * closed cleanly */
+	__u64 pub_status;		/* LZCHAN_STATUS(gen, LZCHAN_RX_*): the
+					 * publisher's NONE, ATTACHED, GONE */
+	__u64 pad[11];
+};					/* 128 bytes */
+
+struct lzchan_ps_pub {
+	__u64 tail;			/* positions published: every position
+					 * below it was made ready (release,
+					 * after the slot's seq) */
+	__u64 pad[15];
+};					/* 128 bytes */
+
+struct lzchan_ps_wake {
+	__u32 sleepers;			/* bumped by a subscriber before it
+					 * parks: the publisher loads it once
+					 * per publish and wakes on a change */
+	__u32 pad0[15];
+	__u32 wake;			/* the futex word: bumped by the
+					 * publisher before each wake */
+	__u32 pad1[15];
+};					/* 128 bytes */
+
+struct lzchan_ps_sub {
+	__u64 pos;			/* next position to read, published
+					 * lazily (back-pressure's room, lag) */
+	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*) */
+	__u32 detached;			/* = gen once detached for stalling */
+	__u32 pad0;
+	__u64 lost;			/* messages lost so far (statistics) */
+	__u64 pad[12];
+};					/* 128 bytes, one per subscriber */
+
+/*
+ * A pub/sub slot: this header, then the payload (up to slot_size - 16
+ * bytes: a message never spans slots).  Position p (from 0, 64 bits, never
+ * wrapping) lives in slot p % slot_count and is ready when seq == p + 1.
+ * The publisher overwriting a slot first stores LZCHAN_PS_WRITING | (p + 1),
+ * then (after a release fence) the payload and len, then p + 1 with
+ * release: a reader that finds seq unchanged after its copy read an
+ * intact message (a seqlock per slot).
+ */
+struct lzchan_ps_slot {
+	__u64 seq;
+	__u32 len;
+	__u32 pad;
+};
+
+#define LZCHAN_PS_WRITING	(1ULL << 63)
+
 #endif /* _UAPI_LINUX_LZCHAN_H */

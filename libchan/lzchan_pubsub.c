@@ -1,0 +1,936 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Publish/subscribe channels: one publisher writes each message once into
+ * one ring; each subscriber reads it there at its own position.
+ *
+ * Floor 2, below send and receive's public calls, which hand a pub/sub
+ * handle here, and above the file and the clock (the floors:
+ * Documentation/libchan/design.rst, "The library's floors").  The
+ * protocol and its memory-ordering argument: the same page,
+ * "Publish/subscribe".
+ *
+ * The shm backend's file: the header page, then the areas of struct
+ * lzchan_ps_layout.  The publisher holds the lock byte LOCK_BASE, the
+ * subscriber of place i byte LOCK_BASE + 1 + i; the kernel drops them
+ * when their holder dies.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lzchan_internal.h"
+
+/* How often (at most) an empty subscriber looks at the publisher's lock,
+ * and how long a parked one sleeps blind on shm (a publisher that dies
+ * wakes nobody). */
+#define PS_LIVENESS_NS		1000000ULL
+#define PS_BLIND_SLEEP_NS	50000000ULL
+#define PS_DEGRADED_SLEEP_NS	1000000ULL
+
+struct __lzchan_ps {
+	/* the areas, as mapped */
+	struct lzchan_ps_hdr *hdr;
+	struct lzchan_ps_pub *pub;
+	struct lzchan_ps_wake *wake;
+	char *subs;
+	char *ring;
+	uint64_t sub_stride;
+	uint32_t slot_size, slot_count, mask, max_msg, max_subs, policy;
+	uint64_t stall_ns;
+	uint32_t gen;			/* our generation (publisher, subscriber) */
+
+	/* publisher */
+	uint64_t tail;			/* next position to write */
+	uint64_t room_end;		/* back-pressure: positions below are ours */
+	uint32_t sleepers_seen;		/* wake->sleepers at our last wake */
+	bool fence_each;		/* no asymmetric barrier: fence each publish */
+	bool reserved;
+	uint32_t resv_len;
+	uint64_t *seen_pos;		/* back-pressure: each place's position ... */
+	uint64_t *seen_ns;		/* ... and since when it reads so */
+
+	/* subscriber */
+	uint32_t place;			/* our place, i */
+	struct lzchan_ps_sub *me;
+	uint64_t pos;			/* first position not released */
+	uint64_t peek;			/* next position to hand out (>= pos) */
+	uint64_t published;		/* pos as last stored in me->pos */
+	uint32_t publish_every;
+	uint64_t lost;			/* lost since lzchan_lost() last said */
+	uint64_t lost_total;
+	uint64_t pub_st;		/* the publisher's status whose end we
+					 * reported (0: none reported) */
+	int end_cause;
+	uint64_t pub_look_ns;		/* shm: last look at the publisher's lock */
+	uint32_t wake_seen;		/* wake->wake sampled before parking */
+};
+
+static inline struct lzchan_ps_slot *__ps_slot(const struct __lzchan_ps *ps, uint64_t pos)
+{
+	return (struct lzchan_ps_slot *)(ps->ring + (size_t)(pos & ps->mask) * ps->slot_size);
+}
+
+static inline struct lzchan_ps_sub *__ps_sub(const struct __lzchan_ps *ps, uint32_t i)
+{
+	return (struct lzchan_ps_sub *)(ps->subs + (size_t)i * ps->sub_stride);
+}
+
+/* ---- geometry and layout ---- */
+
+int __lzchan_ps_geom_check(uint32_t slot_size, uint32_t slot_count, uint32_t max_subs,
+			   uint32_t policy)
+{
+	int ret = __lzchan_geom_check(slot_size, slot_count, 1);
+
+	if (ret)
+		return ret;
+	if (!max_subs || max_subs > LZCHAN_SUBSCRIBERS_MAX)
+		return -EINVAL;
+	if (policy != LZCHAN_PS_OVERWRITE && policy != LZCHAN_PS_BACKPRESSURE)
+		return -EINVAL;
+	return 0;
+}
+
+uint32_t __lzchan_ps_max_msg(uint32_t slot_size)
+{
+	return slot_size - sizeof(struct lzchan_ps_slot);
+}
+
+void __lzchan_ps_layout(struct lzchan_ps_layout *l, uint32_t slot_size, uint32_t slot_count,
+			uint32_t max_subs, uint64_t page)
+{
+#define PG(x) (((x) + page - 1) / page * page)
+	memset(l, 0, sizeof(*l));
+	l->info_off = 0;
+	l->info_size = PG(sizeof(struct lzchan_ps_hdr));
+	l->pub_off = l->info_off + l->info_size;
+	l->pub_size = PG(sizeof(struct lzchan_ps_pub));
+	l->wake_off = l->pub_off + l->pub_size;
+	l->wake_size = PG(sizeof(struct lzchan_ps_wake));
+	l->subs_off = l->wake_off + l->wake_size;
+	l->sub_stride = sizeof(struct lzchan_ps_sub);
+	l->subs_size = PG((uint64_t)max_subs * l->sub_stride);
+	l->ring_off = l->subs_off + l->subs_size;
+	l->ring_size = PG((uint64_t)slot_count * slot_size);
+#undef PG
+}
+
+uint64_t __lzchan_ps_file_size(const struct lzchan_ps_layout *l, uint64_t page)
+{
+	return page + l->ring_off + l->ring_size;
+}
+
+/* ---- attaching ---- */
+
+/* Look at the lock of place @i (1 held, 0 free, -errno). */
+static int __ps_place_alive(struct lzchan *ch, uint32_t i)
+{
+	return __lzchan_locked(ch->fd, LOCK_BASE + 1 + i);
+}
+
+static int __ps_pub_alive(struct lzchan *ch)
+{
+	return __lzchan_locked(ch->fd, LOCK_BASE);
+}
+
+/* The first position a subscriber joining now reads: the newest message
+ * and up to @history before it still in the ring (one slot short of a
+ * ring: the next publish overwrites the oldest). */
+static uint64_t __ps_join_at(const struct __lzchan_ps *ps, uint32_t history)
+{
+	/* Pairs with the publisher's release store of tail. */
+	uint64_t t = __lz_load_acq(&ps->pub->tail);
+	uint64_t h = history < ps->slot_count - 1 ? history : ps->slot_count - 1;
+
+	return t > h ? t - h : 0;
+}
+
+/*
+ * Back-pressure: the slowest position of the attached subscribers other
+ * than place @skip (~0: none skipped), or @none if there is none.  Seq_cst
+ * loads: a joiner's store of its position and status and this scan are
+ * ordered one way or the other (see __ps_claim()).
+ */
+static uint64_t __ps_slowest(const struct __lzchan_ps *ps, uint32_t skip, uint64_t none)
+{
+	uint64_t min = none;
+	uint32_t i;
+
+	for (i = 0; i < ps->max_subs; i++) {
+		const struct lzchan_ps_sub *s = __ps_sub(ps, i);
+		uint64_t st, p;
+
+		if (i == skip)
+			continue;
+		st = __atomic_load_n(&s->status, __ATOMIC_SEQ_CST);
+		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED ||
+		    __lz_load(&s->detached) == LZCHAN_STATUS_GEN(st))
+			continue;
+		p = __atomic_load_n(&s->pos, __ATOMIC_SEQ_CST);
+		if (p < min)
+			min = p;
+	}
+	return min;
+}
+
+static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t history)
+{
+	uint32_t i;
+
+	if (ch->f.role == LZCHAN_PUBLISHER) {
+		uint64_t st;
+
+		if (__lzchan_lock(ch->fd, LOCK_BASE))
+			return -EBUSY;
+		ch->claimed = true;
+		/* Relaxed: we hold the publisher's lock, nobody else writes
+		 * it (on shm anyone may: then anything may follow). */
+		st = __lz_load(&ps->hdr->pub_status);
+		ps->gen = LZCHAN_STATUS_GEN(st) + 1;
+		/* Relaxed: the previous publisher's last store, published by
+		 * its release of GONE (or lost with it: then what it left). */
+		ps->tail = __lz_load(&ps->pub->tail);
+		ps->room_end = ps->tail;	/* back-pressure: look first */
+		ps->sleepers_seen = __lz_load(&ps->wake->sleepers);
+		/* Pairs with the subscribers' acquire loads of pub_status. */
+		__lz_store_rel(&ps->hdr->pub_status, LZCHAN_STATUS(ps->gen, LZCHAN_RX_ATTACHED));
+		return 0;
+	}
+	for (i = 0; i < ps->max_subs; i++) {
+		struct lzchan_ps_sub *s;
+		uint64_t st, at;
+
+		if (__lzchan_lock(ch->fd, LOCK_BASE + 1 + i))
+			continue;
+		ch->claimed = true;
+		s = __ps_sub(ps, i);
+		ps->place = i;
+		ps->me = s;
+		/* Relaxed: the place's lock is ours. */
+		st = __lz_load(&s->status);
+		ps->gen = LZCHAN_STATUS_GEN(st) + 1;
+		at = __ps_join_at(ps, history);
+		/*
+		 * Back-pressure: the publisher may write up to its room,
+		 * which it took from the slowest position it saw plus a
+		 * ring.  Our position and status are stored (seq_cst), then
+		 * the others' positions are read (seq_cst): either its scan
+		 * sees us, or we see every position it saw, and starting no
+		 * earlier than their slowest we are never overwritten before
+		 * its next scan, which sees us.
+		 */
+		__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
+		__lz_store(&s->lost, 0);
+		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
+				 __ATOMIC_SEQ_CST);
+		if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
+			uint64_t slow = __ps_slowest(ps, i, UINT64_MAX);
+
+			if (slow != UINT64_MAX && slow > at) {
+				at = slow;
+				__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
+			}
+		}
+		ps->pos = ps->peek = ps->published = at;
+		return 0;
+	}
+	return -EUSERS;
+}
+
+/*
+ * @ch was opened on a pub/sub file whose header @hdr the caller read and
+ * which is @size bytes long: check the header against what its geometry
+ * says, map the file, take a place.  Trust nothing in the file.
+ */
+int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, uint64_t size,
+		       uint32_t history)
+{
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct lzchan_ps_layout want;
+	struct __lzchan_ps *ps;
+	char *base;
+
+	if (hdr->version != SHM_FILE_VERSION || hdr->page_size != page ||
+	    __lzchan_ps_geom_check(hdr->slot_size, hdr->slot_count, hdr->max_subscribers,
+				   hdr->policy))
+		return -EPROTO;
+	__lzchan_ps_layout(&want, hdr->slot_size, hdr->slot_count, hdr->max_subscribers, page);
+	if (memcmp(&want, &hdr->ps, sizeof(want)))
+		return -EPROTO;
+	ch->map_len = __lzchan_ps_file_size(&want, page);
+	if (size < ch->map_len)
+		return -EPROTO;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	ch->ps = ps;
+	if (ch->f.role == LZCHAN_PUBLISHER) {
+		ps->seen_pos = calloc(hdr->max_subscribers, sizeof(*ps->seen_pos));
+		ps->seen_ns = calloc(hdr->max_subscribers, sizeof(*ps->seen_ns));
+		if (!ps->seen_pos || !ps->seen_ns)
+			return -ENOMEM;
+	}
+	ch->numa_node = hdr->numa_node;
+	ch->map_base = mmap(NULL, ch->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
+	if (ch->map_base == MAP_FAILED) {
+		ch->map_base = NULL;
+		return -errno;
+	}
+	/* A peer that cuts the file short costs us the channel (-EIO), not
+	 * the process: our accesses then read zeros, and the calls ask the
+	 * guard before believing them. */
+	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, SIZE_MAX);
+	if (!ch->guard)
+		return -errno;
+	ch->f.lost = &ch->guard->lost;
+	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);
+	base = (char *)ch->map_base + page;
+	ps->hdr = (struct lzchan_ps_hdr *)(base + want.info_off);
+	ps->pub = (struct lzchan_ps_pub *)(base + want.pub_off);
+	ps->wake = (struct lzchan_ps_wake *)(base + want.wake_off);
+	ps->subs = base + want.subs_off;
+	ps->sub_stride = want.sub_stride;
+	ps->ring = base + want.ring_off;
+	ps->slot_size = hdr->slot_size;
+	ps->slot_count = hdr->slot_count;
+	ps->mask = hdr->slot_count - 1;
+	ps->max_msg = __lzchan_ps_max_msg(hdr->slot_size);
+	ps->max_subs = hdr->max_subscribers;
+	ps->policy = hdr->policy;
+	ps->stall_ns = (uint64_t)hdr->stall_ms * 1000000ULL;
+	ps->publish_every = hdr->slot_count / 4 ? hdr->slot_count / 4 : 1;
+	/* What lzchan_geometry() reports, and the handle prefix the inline
+	 * calls read: no gate (tx_max, tx_room 0) and no span, so that
+	 * every inline call comes to the library, which comes here. */
+	ch->f.slot_size = hdr->slot_size;
+	ch->f.slot_shift = __builtin_ctz(hdr->slot_size);
+	ch->f.slot_count = hdr->slot_count;
+	ch->f.mask = ps->mask;
+	ch->f.max_senders = 1;
+	ch->max_msg = ps->max_msg;
+	if (ch->f.role == LZCHAN_PUBLISHER)
+		ps->fence_each = !__lzchan_register_sender_barrier();
+	else
+		ch->have_membarrier = __lzchan_query_barrier();
+	return __ps_claim(ch, ps, history);
+}
+
+/* ---- publishing ---- */
+
+/* Wake every parked subscriber: change the word they wait on, then wake
+ * them all.  Seq_cst: pairs with the subscriber's acquire sample of the
+ * word before it announces itself (__lzchan_ps_recv_wait()). */
+static void __ps_wake_all(struct __lzchan_ps *ps)
+{
+	__atomic_fetch_add(&ps->wake->wake, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &ps->wake->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * Back-pressure: is there room for position @p?  The slowest attached
+ * subscriber's published position plus a ring, looked at again only when
+ * the room we had runs out.  A subscriber whose position has not moved for
+ * stall_ns while we wait on it is detached (it learns so at its next
+ * call, -ECONNRESET); one whose lock is free has died, and its place is
+ * closed.  Either way the others go on.
+ */
+static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
+{
+	uint64_t now = 0, min = UINT64_MAX;
+	uint32_t i, slow = UINT32_MAX;
+
+	if (p < ps->room_end)
+		return true;
+	for (i = 0; i < ps->max_subs; i++) {
+		struct lzchan_ps_sub *s = __ps_sub(ps, i);
+		uint64_t st, pos;
+
+		/* Seq_cst: see __ps_claim().  Acquire in effect: pairs with
+		 * the subscriber's release store of pos, after its reads of
+		 * the slots below it. */
+		st = __atomic_load_n(&s->status, __ATOMIC_SEQ_CST);
+		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED ||
+		    __lz_load(&s->detached) == LZCHAN_STATUS_GEN(st))
+			continue;
+		pos = __atomic_load_n(&s->pos, __ATOMIC_SEQ_CST);
+		if (pos + ps->slot_count > p)
+			continue;	/* not in the way */
+		/* In the way.  Has it moved since we last looked? */
+		if (!now)
+			now = __lzchan_now_ns();
+		if (pos != ps->seen_pos[i] || !ps->seen_ns[i]) {
+			ps->seen_pos[i] = pos;
+			ps->seen_ns[i] = now;
+		}
+		/* Dead (its lock free, looked at once it stood still for
+		 * a while): its place closes, as the module's release()
+		 * would close it. */
+		if (now - ps->seen_ns[i] >= PS_LIVENESS_NS && __ps_place_alive(ch, i) == 0) {
+			if (__atomic_compare_exchange_n(&s->status, &st,
+					LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
+					false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				continue;
+		}
+		if (ps->policy == LZCHAN_PS_BACKPRESSURE && ps->stall_ns &&
+		    now - ps->seen_ns[i] >= ps->stall_ns) {
+			/* Relaxed: the subscriber's acquire load of its
+			 * status orders nothing on it; it compares. */
+			__lz_store(&s->detached, LZCHAN_STATUS_GEN(st));
+			ps->seen_ns[i] = 0;
+			continue;
+		}
+		if (pos < min) {
+			min = pos;
+			slow = i;
+		}
+	}
+	if (slow == UINT32_MAX) {
+		/* Nobody in the way: the slowest of all sets the room. */
+		min = __ps_slowest(ps, UINT32_MAX, p);
+		ps->room_end = min + ps->slot_count;
+		return p < ps->room_end;
+	}
+	ps->room_end = min + ps->slot_count;
+	return false;
+}
+
+static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
+{
+	if (ch->f.role != LZCHAN_PUBLISHER)
+		return -EBADF;
+	if (ps->reserved)
+		return -EBUSY;
+	if (len > ps->max_msg)
+		return -EMSGSIZE;
+	if (__lzchan_guard_lost(ch->guard))
+		return -EIO;
+	if (ps->policy == LZCHAN_PS_BACKPRESSURE && !__ps_room(ch, ps, ps->tail))
+		return -EAGAIN;
+	return 0;
+}
+
+/* Mark the slot of the tail as being written: a reader of the message it
+ * held sees its seq change.  The release fence orders this store before
+ * the payload's (a store-store barrier): a reader that read any byte we
+ * write next, and then (acquire fence) seq, sees WRITING or later. */
+static struct lzchan_ps_slot *__ps_begin(struct __lzchan_ps *ps)
+{
+	struct lzchan_ps_slot *s = __ps_slot(ps, ps->tail);
+
+	__lz_store(&s->seq, LZCHAN_PS_WRITING | (ps->tail + 1));
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	return s;
+}
+
+/* Publish the message written in @s at the tail: len, then seq = tail + 1
+ * with release (pairs with the reader's acquire load of seq: the payload
+ * and len are visible once it reads ready), then the tail with release
+ * (pairs with the acquire loads of tail: a reader that sees it sees the
+ * seqs below).  Then one load: has a subscriber parked since our last
+ * wake?  (Dekker with the parking subscriber's heavy barrier; see the
+ * design page.) */
+static int __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s,
+		    uint32_t len)
+{
+	uint64_t next = ps->tail + 1;
+	uint32_t sl;
+
+	__lz_store(&s->len, len);
+	__lz_store_rel(&s->seq, next);
+	__lz_store_rel(&ps->pub->tail, next);
+	ps->tail = next;
+	if (__lzchan_unlikely(ps->fence_each))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* Relaxed: only compared; the barrier above (or the subscriber's
+	 * heavy one) orders it after our stores. */
+	sl = __lz_load(&ps->wake->sleepers);
+	if (__lzchan_unlikely(sl != ps->sleepers_seen)) {
+		ps->sleepers_seen = sl;
+		__ps_wake_all(ps);
+	}
+	/* A cut met by any access above: the message reached nobody. */
+	return __lzchan_cut(&ch->f) ? -EIO : 0;
+}
+
+int __lzchan_ps_send(struct lzchan *ch, const void *buf, size_t len)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	struct lzchan_ps_slot *s;
+	int ret = __ps_tx_check(ch, ps, len);
+
+	if (ret)
+		return ret;
+	s = __ps_begin(ps);
+	memcpy(s + 1, buf, len);
+	return __ps_end(ch, ps, s, (uint32_t)len);
+}
+
+int __lzchan_ps_reserve(struct lzchan *ch, size_t len, void **buf)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	int ret = __ps_tx_check(ch, ps, len);
+
+	if (ret)
+		return ret;
+	if (!buf)
+		return -EINVAL;
+	*buf = __ps_begin(ps) + 1;
+	ps->reserved = true;
+	ps->resv_len = (uint32_t)len;
+	return 0;
+}
+
+int __lzchan_ps_commit(struct lzchan *ch, size_t len)
+{
+	struct __lzchan_ps *ps = ch->ps;
+
+	if (ch->f.role != LZCHAN_PUBLISHER)
+		return -EBADF;
+	if (!ps->reserved || len > ps->resv_len)
+		return -EINVAL;
+	ps->reserved = false;
+	return __ps_end(ch, ps, __ps_slot(ps, ps->tail), (uint32_t)len);
+}
+
+/* Wait until every attached subscriber has published a position at our
+ * tail (a subscriber publishes it whole when it catches up). */
+int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	uint64_t start = __lzchan_now_ns(), now = start;
+
+	if (ch->f.role != LZCHAN_PUBLISHER)
+		return -EBADF;
+	for (;;) {
+		struct timespec ts = { .tv_nsec = 20000 };
+
+		if (__lzchan_guard_lost(ch->guard))
+			return -EIO;
+		if (__ps_slowest(ps, UINT32_MAX, ps->tail) >= ps->tail)
+			return 0;
+		/* The dead are let go (and, with back-pressure, the
+		 * stalled), as a full ring lets them go: every place
+		 * behind the tail counts as in the way. */
+		(void)__ps_room(ch, ps, ps->tail + ps->slot_count - 1);
+		if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
+			return -ETIMEDOUT;
+		if (__lzchan_woken(ch))
+			return -EINTR;
+		if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
+			return -EINTR;
+		now = __lzchan_now_ns();
+	}
+}
+
+/* ---- subscribing ---- */
+
+/* Publish our position: when @whole, or when publish_every positions
+ * went by since the last.  Release: pairs with the publisher's loads of
+ * pos (back-pressure): our reads of the slots below it are done. */
+static void __ps_publish_pos(struct __lzchan_ps *ps, bool whole)
+{
+	if (ps->pos != ps->published && (whole || ps->pos - ps->published >= ps->publish_every)) {
+		__lz_store_rel(&ps->me->pos, ps->pos);
+		ps->published = ps->pos;
+	}
+}
+
+/* We were lapped at position @q, whose slot says position @at was written
+ * there (the publisher is at least that far): go on from the oldest
+ * message still there and count what went by, for lzchan_lost() to say
+ * and -EOVERFLOW to announce.  Never backwards, whatever the words say. */
+static int __ps_lapped(struct __lzchan_ps *ps, uint64_t q, uint64_t at)
+{
+	/* Pairs with the publisher's release store of tail. */
+	uint64_t t = __lz_load_acq(&ps->pub->tail), next = q + 1, lost;
+
+	/* The tail is believed no further than the slot's evidence allows
+	 * (the publisher is less than a ring past what it wrote there). */
+	if (t > at + ps->slot_count)
+		t = at + ps->slot_count;
+	if (t >= ps->slot_count && t - ps->slot_count > next)
+		next = t - ps->slot_count;
+	if (at >= ps->slot_count && at - ps->slot_count + 1 > next)
+		next = at - ps->slot_count + 1;
+	lost = next - q;
+	ps->lost += lost;
+	ps->lost_total += lost;
+	ps->pos = ps->peek = next;
+	/* Relaxed: statistics. */
+	__lz_store(&ps->me->lost, ps->lost_total);
+	__ps_publish_pos(ps, true);
+	return -EOVERFLOW;
+}
+
+/* How the publisher whose end is reported left. */
+static int __ps_cause(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t st)
+{
+	if (LZCHAN_STATUS_STATE(st) != LZCHAN_RX_GONE)
+		return LZCHAN_END_LOST;		/* died: its lock was free */
+	(void)ch;
+	/* Relaxed: ordered by the acquire of GONE. */
+	return __lz_load(&ps->hdr->pub_bye) == LZCHAN_STATUS_GEN(st) ? LZCHAN_END_CLOSED :
+									 LZCHAN_END_LOST;
+}
+
+/*
+ * Nothing ready at our position @q (slot seq @seq read first): the
+ * publisher has not written it yet -- then -EAGAIN, or -EPIPE once when a
+ * publisher that published nothing more has gone -- or the words lie: a
+ * tail past @q with nothing at @q (a forgery on shm, or a publisher that
+ * died mid-write whose successor moved on) is a loss, as a lap is.
+ */
+static int __ps_empty(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t q)
+{
+	struct lzchan_ps_slot *s = __ps_slot(ps, q);
+	uint64_t st, t, seq, now;
+
+	if (__lzchan_guard_lost(ch->guard))
+		return -EIO;
+	/* Pairs with the publisher's release store of pub_status (its
+	 * close), which follows its last tail. */
+	st = __lz_load_acq(&ps->hdr->pub_status);
+	/* Pairs with the release store of tail: the seqs below are
+	 * visible. */
+	t = __lz_load_acq(&ps->pub->tail);
+	seq = __lz_load_acq(&s->seq);
+	if (seq == q + 1)
+		return 1;			/* it came meanwhile: look again */
+	if ((seq & ~LZCHAN_PS_WRITING) > q + 1)
+		return __ps_lapped(ps, q, (seq & ~LZCHAN_PS_WRITING) - 1);
+	/* Far ahead of every message there is: only a forgery (shm) put us
+	 * there (a lap never goes past the slot's own position).  Back to
+	 * the publisher's tail. */
+	if (q > t + ps->slot_count) {
+		ps->pos = ps->peek = ps->published = t;
+		__lz_store_rel(&ps->me->pos, t);	/* as __ps_publish_pos() */
+		return -EAGAIN;
+	}
+	__ps_publish_pos(ps, ps->peek == ps->pos);
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE || st == ps->pub_st)
+		return -EAGAIN;
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED) {
+		/* shm: a publisher that died leaves ATTACHED; its lock tells. */
+		now = __lzchan_now_ns();
+		if (now - ps->pub_look_ns < PS_LIVENESS_NS)
+			return -EAGAIN;
+		ps->pub_look_ns = now;
+		if (__ps_pub_alive(ch) != 0)
+			return -EAGAIN;
+		/* It died.  Anything it published after our loads? */
+		if (__lz_load_acq(&ps->pub->tail) > q)
+			return 1;
+	} else if (__ps_pub_alive(ch) == 1) {
+		return -EAGAIN;		/* GONE, lock held: its close is under way, or a lie */
+	}
+	ps->pub_st = st;
+	ps->end_cause = __ps_cause(ch, ps, st);
+	return -EPIPE;
+}
+
+/* The message at our peek, in place: 1 (and @*slot, @*len), or what
+ * __ps_empty() says, or -EBADMSG for a length over the slot (the slot is
+ * skipped). */
+static int __ps_look(struct lzchan *ch, struct __lzchan_ps *ps,
+		     const struct lzchan_ps_slot **slot, uint32_t *len)
+{
+	for (;;) {
+		uint64_t q = ps->peek;
+		const struct lzchan_ps_slot *s = __ps_slot(ps, q);
+		int r;
+
+		/* Acquire: pairs with the publisher's release store of seq. */
+		if (__lz_load_acq(&s->seq) == q + 1) {
+			/* Relaxed, read once, bounded; and the seq read again
+			 * (after an acquire fence) so that it is this
+			 * message's length, not a later one's. */
+			uint32_t l = __lz_load(&s->len);
+
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__lz_load(&s->seq) != q + 1)
+				continue;		/* overwritten: classify */
+			if (l > ps->max_msg) {
+				ps->peek = q + 1;
+				if (ps->pos == q)
+					ps->pos = q + 1;
+				return -EBADMSG;
+			}
+			*slot = s;
+			*len = l;
+			return 1;
+		}
+		r = __ps_empty(ch, ps, q);
+		if (r != 1)
+			return r;
+	}
+}
+
+/* Was the message at position @q still there after we read it?  Acquire
+ * fence: our reads of its bytes come before the load of seq, so a write
+ * of the publisher's we read any of shows as a changed seq (it stored
+ * WRITING before them, with a release fence). */
+static bool __ps_intact(const struct lzchan_ps_slot *s, uint64_t q)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __lz_load(&s->seq) == q + 1;
+}
+
+static int __ps_rx_check(struct lzchan *ch, struct __lzchan_ps *ps)
+{
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	/* Relaxed: the publisher's store of detached is only compared (a
+	 * stale "not detached" costs one more call). */
+	if (__lz_load(&ps->me->detached) == ps->gen)
+		return -ECONNRESET;
+	return 0;
+}
+
+int __lzchan_ps_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	const struct lzchan_ps_slot *s;
+	uint32_t len;
+	int r = __ps_rx_check(ch, ps);
+
+	if (r)
+		return r;
+	for (;;) {
+		uint64_t q = ps->peek;
+
+		r = __ps_look(ch, ps, &s, &len);
+		if (r != 1)
+			return r;
+		if (len > cap)
+			return -EMSGSIZE;
+		memcpy(buf, s + 1, len);
+		if (!__ps_intact(s, q)) {
+			r = __ps_empty(ch, ps, q);	/* the lap, counted */
+			if (r != 1)
+				return r;
+			continue;
+		}
+		if (__lzchan_cut(&ch->f))
+			return -EIO;
+		/* Taken and released, with every view before it. */
+		ps->pos = ps->peek = q + 1;
+		__ps_publish_pos(ps, false);
+		if (lane)
+			*lane = 0;
+		return (int)len;
+	}
+}
+
+static void __ps_fill(struct lzchan_msg *m, const struct lzchan_ps_slot *s, uint32_t len,
+		      uint64_t end)
+{
+	m->data = s + 1;
+	m->len = len;
+	m->lane = 0;
+	m->__end = (uint32_t)end;
+	m->__gen = (uint32_t)(end >> 32);
+}
+
+int __lzchan_ps_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int n)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	const struct lzchan_ps_slot *s;
+	unsigned int k;
+	uint32_t len;
+	int r = __ps_rx_check(ch, ps);
+
+	if (r)
+		return r;
+	for (k = 0; k < n; k++) {
+		r = __ps_look(ch, ps, &s, &len);
+		if (r != 1)
+			return k ? (int)k : r;
+		__ps_fill(&m[k], s, len, ps->peek + 1);
+		ps->peek++;
+	}
+	return (int)k;
+}
+
+int __lzchan_ps_peek(struct lzchan *ch, struct lzchan_msg *m)
+{
+	int r = __lzchan_ps_recv_batch(ch, m, 1);
+
+	return r > 0 ? 0 : r;
+}
+
+/* The position a view of ours ends at, if it is one still held: between
+ * our first unreleased position and the next to hand out. */
+static bool __ps_view_end(const struct __lzchan_ps *ps, const struct lzchan_msg *m,
+			  uint64_t *end)
+{
+	*end = (uint64_t)m->__gen << 32 | m->__end;
+	return m->lane == 0 && *end > ps->pos && *end <= ps->peek;
+}
+
+int __lzchan_ps_release_check(struct lzchan *ch, const struct lzchan_msg *m)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	const struct lzchan_ps_slot *s;
+	uint64_t end;
+	bool intact;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	if (!m)
+		return -EINVAL;
+	if (!__ps_view_end(ps, m, &end))
+		return -ESTALE;		/* released already, or lost to a lap */
+	s = __ps_slot(ps, end - 1);
+	intact = __ps_intact(s, end - 1) && !__lzchan_cut(&ch->f);
+	ps->pos = end;
+	__ps_publish_pos(ps, ps->pos == ps->peek);
+	if (intact)
+		return 0;
+	/* Overwritten while held: what was read of it is not to be
+	 * trusted, and it counts as lost. */
+	ps->lost++;
+	ps->lost_total++;
+	__lz_store(&ps->me->lost, ps->lost_total);	/* relaxed: statistics */
+	return -ESTALE;
+}
+
+void __lzchan_ps_release(struct lzchan *ch, const struct lzchan_msg *m)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	uint64_t end;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER || !m || !__ps_view_end(ps, m, &end))
+		return;
+	ps->pos = end;
+	__ps_publish_pos(ps, ps->pos == ps->peek);
+}
+
+int __lzchan_ps_lost(struct lzchan *ch, uint64_t *lost)
+{
+	struct __lzchan_ps *ps = ch->ps;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	if (!lost)
+		return -EINVAL;
+	*lost = ps->lost;
+	ps->lost = 0;
+	return 0;
+}
+
+int __lzchan_ps_end_cause(struct lzchan *ch, uint32_t lane)
+{
+	if (lane != 0 && lane != LZCHAN_LANE_NONE)
+		return -EINVAL;
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	return ch->ps->end_cause;
+}
+
+/*
+ * Wait for a message.  Parking: sample the futex word, announce ourselves
+ * (sleepers, seq_cst), publish our position whole, and issue the heavy
+ * barrier; then look once more, and sleep only if nothing came.  A
+ * publisher that published after our barrier sees sleepers moved and wakes
+ * us; one that published before it is seen by our look (the design page).
+ * On shm a sleep is never longer than PS_BLIND_SLEEP_NS: a publisher that
+ * dies wakes nobody.
+ */
+int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
+			  int64_t timeout_ns)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	uint64_t now = __lzchan_now_ns(), deadline, spin_end;
+	int r;
+
+	deadline = timeout_ns < 0 ? UINT64_MAX : now + (uint64_t)timeout_ns;
+	spin_end = now + ch->spin_ns;
+	for (;;) {
+		struct timespec ts;
+		uint64_t ns;
+		int degraded;
+
+		r = __lzchan_ps_recv(ch, buf, cap, lane);
+		if (r != -EAGAIN)
+			return r;
+		if (__lzchan_woken(ch))
+			return -EINTR;
+		now = __lzchan_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (now < spin_end) {
+			__lz_cpu_relax();
+			continue;
+		}
+		/* Acquire: pairs with the publisher's seq_cst increment in
+		 * __ps_wake_all(). */
+		ps->wake_seen = __lz_load_acq(&ps->wake->wake);
+		/* Pairs with the publisher's load of sleepers after its
+		 * publish (__ps_end()). */
+		__atomic_fetch_add(&ps->wake->sleepers, 1, __ATOMIC_SEQ_CST);
+		__ps_publish_pos(ps, ps->peek == ps->pos);
+		degraded = __lzchan_heavy_barrier(ch);
+		r = __lzchan_ps_recv(ch, buf, cap, lane);
+		if (r != -EAGAIN)
+			return r;
+		ns = deadline - now;
+		if (ns > (degraded ? PS_DEGRADED_SLEEP_NS : PS_BLIND_SLEEP_NS))
+			ns = degraded ? PS_DEGRADED_SLEEP_NS : PS_BLIND_SLEEP_NS;
+		ts.tv_sec = ns / 1000000000ULL;
+		ts.tv_nsec = ns % 1000000000ULL;
+		if (syscall(SYS_futex, &ps->wake->wake, FUTEX_WAIT, ps->wake_seen, &ts,
+			    NULL, 0) < 0 && errno == EINTR && __lzchan_woken(ch))
+			return -EINTR;
+		spin_end = 0;
+	}
+}
+
+/* Make a subscriber blocked in lzchan_recv_wait() look (lzchan_wake()). */
+void __lzchan_ps_kick(struct lzchan *ch)
+{
+	if (ch->f.role == LZCHAN_SUBSCRIBER)
+		__ps_wake_all(ch->ps);
+}
+
+/* ---- closing ---- */
+
+void __lzchan_ps_close(struct lzchan *ch, bool clean)
+{
+	struct __lzchan_ps *ps = ch->ps;
+
+	if (!ps)
+		return;
+	if (ch->claimed && ps->hdr && !__lzchan_guard_lost(ch->guard)) {
+		if (ch->f.role == LZCHAN_PUBLISHER) {
+			if (clean)
+				__lz_store(&ps->hdr->pub_bye, ps->gen);	/* published by GONE */
+			/* Pairs with the subscribers' acquire loads of
+			 * pub_status: our last tail is seen before GONE. */
+			__lz_store_rel(&ps->hdr->pub_status,
+				       LZCHAN_STATUS(ps->gen, LZCHAN_RX_GONE));
+			/* Subscribers believe GONE only once our lock is
+			 * free: free it, then wake every parked one. */
+			__lzchan_unlock(ch->fd, LOCK_BASE);
+			__ps_wake_all(ps);
+		} else {
+			__ps_publish_pos(ps, true);
+			/* Release: our reads are done before the place is
+			 * seen closed (back-pressure stops waiting on us). */
+			__lz_store_rel(&ps->me->status,
+				       LZCHAN_STATUS(ps->gen, LZCHAN_LANE_CLOSED));
+			__lzchan_unlock(ch->fd, LOCK_BASE + 1 + ps->place);
+		}
+	}
+	free(ps->seen_pos);
+	free(ps->seen_ns);
+	free(ps);
+	ch->ps = NULL;
+}

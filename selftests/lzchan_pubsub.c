@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Publish/subscribe channels (host, shm backend): delivery to every
+ * subscriber, exact losses, back-pressure, joining and leaving, ends, and
+ * a hostile writer of the channel file.  Each message carries its
+ * position (8 bytes, then filler up to a length drawn from it), so every
+ * receiver checks order, completeness and content.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lzchan.h>
+
+#include "kselftest_harness.h"
+#include "lzchan_test.h"
+
+/* A scratch LZCHAN_SHM_DIR, on the shm backend. */
+static void ps_dir(struct __test_metadata *_metadata, char *dir, size_t len)
+{
+	snprintf(dir, len, "/dev/shm/lzchan-ps.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	setenv("LZCHAN_SHM_DIR", dir, 1);
+	setenv("LZCHAN_BACKEND", "shm", 1);
+}
+
+static void ps_dir_done(const char *dir, const char *name)
+{
+	lzchan_unlink(name);
+	rmdir(dir);
+}
+
+static struct lzchan_ps_opts ps_opts(uint32_t slot_size, uint32_t slots, uint32_t subs,
+				     uint32_t policy)
+{
+	struct lzchan_ps_opts o;
+
+	lzchan_ps_opts_init(&o);
+	o.slot_size = slot_size;
+	o.slot_count = slots;
+	o.max_subscribers = subs;
+	o.policy = policy;
+	return o;
+}
+
+/* Message @pos: its position, then bytes drawn from it, up to a length
+ * of 8..@max drawn from it too. */
+static size_t ps_fill(char *buf, uint64_t pos, size_t max)
+{
+	size_t len = 8 + (pos * 2654435761u) % (max - 7), i;
+
+	memcpy(buf, &pos, 8);
+	for (i = 8; i < len; i++)
+		buf[i] = (char)(pos + i);
+	return len;
+}
+
+/* Is @buf (@len bytes) message @pos, whole? */
+static int ps_good(const char *buf, size_t len, uint64_t pos, size_t max)
+{
+	char want[4096];
+
+	return len == ps_fill(want, pos, max) && !memcmp(buf, want, len);
+}
+
+static uint64_t ps_pos(const void *buf)
+{
+	uint64_t p;
+
+	memcpy(&p, buf, 8);
+	return p;
+}
+
+static int ps_send(struct lzchan *pub, uint64_t pos, size_t max)
+{
+	char buf[4096];
+
+	return lzchan_send_wait(pub, buf, ps_fill(buf, pos, max), -1);
+}
+
+/* Opening one kind of channel as the other is refused as such. */
+TEST(kinds_do_not_mix)
+{
+	struct lzchan_ps_opts o = ps_opts(256, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *h;
+	char dir[64];
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, LZCHAN_EXCL));
+	EXPECT_EQ(-EEXIST, lzchan_ps_create("ps", &o, LZCHAN_EXCL));
+	EXPECT_EQ(0, lzchan_ps_create("ps", &o, 0));
+	EXPECT_EQ(-EPROTOTYPE, lzchan_open(&h, "ps", LZCHAN_RECEIVER, NULL));
+	EXPECT_EQ(-EPROTOTYPE, lzchan_open(&h, "ps", LZCHAN_SENDER, NULL));
+	ASSERT_EQ(1, lzchan_create("ch", NULL, LZCHAN_EXCL));
+	EXPECT_EQ(-EPROTOTYPE, lzchan_open(&h, "ch", LZCHAN_PUBLISHER, NULL));
+	EXPECT_EQ(-EPROTOTYPE, lzchan_subscribe(&h, "ch", 0, 0));
+	/* Bad options: precise refusals, nothing made. */
+	o = ps_opts(100, 16, 4, LZCHAN_PS_OVERWRITE);
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	o = ps_opts(256, 16, 0, LZCHAN_PS_OVERWRITE);
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	o = ps_opts(256, 16, LZCHAN_SUBSCRIBERS_MAX + 1, LZCHAN_PS_OVERWRITE);
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	o = ps_opts(256, 16, 4, 7);
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	o = ps_opts(256, 16, 4, LZCHAN_PS_OVERWRITE);
+	o.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	o.reserved[0] = 0;
+	o.size = 8;
+	EXPECT_EQ(-EINVAL, lzchan_ps_create("bad", &o, 0));
+	EXPECT_EQ(-ENOENT, lzchan_subscribe(&h, "bad", 0, 0));
+	EXPECT_EQ(-EINVAL, lzchan_subscribe(&h, "ps", 0, LZCHAN_CREATE));
+	EXPECT_EQ(-EINVAL, lzchan_open(&h, "ps", LZCHAN_SUBSCRIBER | LZCHAN_CREATE, NULL));
+	lzchan_unlink("ch");
+	ps_dir_done(dir, "ps");
+}
+
+/* The calls of the other roles: -EBADF, and the message limit. */
+TEST(roles_and_limits)
+{
+	struct lzchan_ps_opts o = ps_opts(256, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *pub, *sub, *pub2;
+	struct lzchan_geom g;
+	struct lzchan_msg m;
+	char buf[512];
+	uint64_t lost;
+	void *p;
+	char dir[64];
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER | LZCHAN_CREATE, NULL));
+	EXPECT_EQ(-EBUSY, lzchan_open(&pub2, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&sub, "ps", 0, 0));
+	ASSERT_EQ(0, lzchan_geometry(pub, &g));
+	/* The default geometry: 256-byte slots, a message fits one. */
+	EXPECT_EQ(256 - 16, g.max_msg);
+	EXPECT_EQ(LZCHAN_BACKEND_SHM, g.backend);
+	EXPECT_EQ(-EMSGSIZE, lzchan_send(pub, buf, 241));
+	EXPECT_EQ(0, lzchan_send(pub, buf, 240));
+	EXPECT_EQ(-EBADF, lzchan_send(sub, buf, 1));
+	EXPECT_EQ(-EBADF, lzchan_recv(pub, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EBADF, lzchan_peek(pub, &m));
+	EXPECT_EQ(-EBADF, lzchan_lost(pub, &lost));
+	EXPECT_EQ(-EBADF, lzchan_reserve(sub, 1, &p));
+	EXPECT_EQ(-EINVAL, lzchan_commit(pub, 1));	/* nothing reserved */
+	EXPECT_EQ(-EMSGSIZE, lzchan_recv(sub, buf, 10, NULL));
+	EXPECT_EQ(240, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	/* Reserve and commit: written in place. */
+	ASSERT_EQ(0, lzchan_reserve(pub, 100, &p));
+	EXPECT_EQ(-EBUSY, lzchan_send(pub, buf, 1));
+	memset(p, 'r', 40);
+	EXPECT_EQ(-EINVAL, lzchan_commit(pub, 101));
+	EXPECT_EQ(0, lzchan_commit(pub, 40));
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(40, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	EXPECT_EQ('r', buf[39]);
+	EXPECT_EQ(0, lzchan_lost(sub, &lost));
+	EXPECT_EQ(0, lost);
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_event_fd(sub));
+	lzchan_close(sub);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+	(void)o;
+}
+
+/*
+ * Overwrite: a subscriber that falls more than a ring behind learns
+ * exactly how many messages it lost (-EOVERFLOW, then lzchan_lost()), and
+ * goes on from the oldest message still there; views and copies alike.
+ */
+TEST(overwrite_loss_is_exact)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *pub, *sub, *sub2;
+	uint64_t i, lost, next;
+	struct lzchan_msg m;
+	char buf[64];
+	char dir[64];
+	int r;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&sub, "ps", 0, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&sub2, "ps", 0, 0));
+	for (i = 0; i < 3 * 16; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48));
+	/* Positions 32..47 are there; 0..31 were overwritten. */
+	EXPECT_EQ(-EOVERFLOW, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_lost(sub, &lost));
+	EXPECT_EQ(32, lost);
+	for (i = 32; i < 48; i++) {
+		r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 48)) TH_LOG("position %llu", (unsigned long long)i);
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_lost(sub, &lost));
+	EXPECT_EQ(0, lost);
+	/* The same through views. */
+	EXPECT_EQ(-EOVERFLOW, lzchan_peek(sub2, &m));
+	ASSERT_EQ(0, lzchan_lost(sub2, &lost));
+	EXPECT_EQ(32, lost);
+	for (next = 32; next < 48; next++) {
+		ASSERT_EQ(0, lzchan_peek(sub2, &m));
+		EXPECT_EQ(0, m.lane);
+		EXPECT_TRUE(ps_good(m.data, m.len, next, 48));
+		EXPECT_EQ(0, lzchan_release_check(sub2, &m));
+	}
+	/* A view held while the publisher laps it: stale, and counted. */
+	ASSERT_EQ(0, ps_send(pub, 48, 48));
+	ASSERT_EQ(0, lzchan_peek(sub2, &m));
+	for (i = 49; i < 49 + 16; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48));
+	EXPECT_EQ(-ESTALE, lzchan_release_check(sub2, &m));
+	EXPECT_EQ(-ESTALE, lzchan_release_check(sub2, &m));	/* released already */
+	/* 49 was overwritten too (by 65): one more lost, then 50..64. */
+	ASSERT_EQ(0, ps_send(pub, 65, 48));
+	EXPECT_EQ(-EOVERFLOW, lzchan_recv(sub2, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_lost(sub2, &lost));
+	EXPECT_EQ(2, lost);	/* the stale view, and 49 */
+	r = lzchan_recv(sub2, buf, sizeof(buf), NULL);
+	ASSERT_LT(0, r);
+	EXPECT_EQ(50, ps_pos(buf));
+	lzchan_close(sub2);
+	lzchan_close(sub);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/* A late subscriber starts at the newest message, or with up to the
+ * history it asks for; never more than the ring still holds. */
+TEST(late_subscriber_and_history)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *pub, *s0, *s5, *sall;
+	char buf[64];
+	uint64_t i;
+	char dir[64];
+	int r;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	for (i = 0; i < 40; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48));
+	ASSERT_EQ(0, lzchan_subscribe(&s0, "ps", 0, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&s5, "ps", 5, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&sall, "ps", 1000, 0));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(s0, buf, sizeof(buf), NULL));
+	for (i = 35; i < 40; i++) {
+		r = lzchan_recv(s5, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 48));
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_recv(s5, buf, sizeof(buf), NULL));
+	/* A ring less one: 25..39. */
+	for (i = 25; i < 40; i++) {
+		r = lzchan_recv(sall, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_EQ(i, ps_pos(buf));
+	}
+	ASSERT_EQ(0, ps_send(pub, 40, 48));
+	r = lzchan_recv(s0, buf, sizeof(buf), NULL);
+	ASSERT_LT(0, r);
+	EXPECT_EQ(40, ps_pos(buf));
+	lzchan_close(sall);
+	lzchan_close(s5);
+	lzchan_close(s0);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/*
+ * The publisher's end: a clean close is an end (-EPIPE) after every
+ * message, said once, and LZCHAN_END_CLOSED; a publisher killed is a
+ * death (LZCHAN_END_LOST), also after every message it published; a next
+ * publisher's messages follow.  Parked subscribers hear both.
+ */
+static void publisher_end(struct __test_metadata *_metadata, bool die)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 64, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *sub, *pub;
+	int ready[2], st, r;
+	char buf[64], b;
+	char dir[64];
+	uint64_t i;
+	pid_t pid;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&sub, "ps", 0, 0));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL) || write(ready[1], "p", 1) != 1)
+			_exit(1);
+		usleep(100000);		/* the subscriber parks meanwhile */
+		for (i = 0; i < 20; i++)
+			if (ps_send(pub, i, 48))
+				_exit(2);
+		if (die)
+			_exit(0);	/* no close: a death */
+		lzchan_close(pub);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	for (i = 0; i < 20; i++) {
+		r = lzchan_recv_wait(sub, buf, sizeof(buf), NULL, 10000000000LL);
+		ASSERT_LT(0, r) TH_LOG("message %llu: %d", (unsigned long long)i, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 48));
+	}
+	EXPECT_EQ(-EPIPE, lzchan_recv_wait(sub, buf, sizeof(buf), NULL, 10000000000LL));
+	EXPECT_EQ(die ? LZCHAN_END_LOST : LZCHAN_END_CLOSED, lzchan_end_cause(sub, 0));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_EQ(0, st);
+	/* Said once: then nothing, until a next publisher publishes. */
+	EXPECT_EQ(-EAGAIN, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, ps_send(pub, 20, 48));
+	r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+	ASSERT_LT(0, r);
+	EXPECT_TRUE(ps_good(buf, r, 20, 48));
+	lzchan_close(pub);
+	EXPECT_EQ(-EPIPE, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	lzchan_close(sub);
+	ps_dir_done(dir, "ps");
+}
+
+TEST(publisher_close_is_a_clean_end)
+{
+	publisher_end(_metadata, false);
+}
+
+TEST(publisher_killed_is_a_death)
+{
+	publisher_end(_metadata, true);
+}
+
+/*
+ * Back-pressure: the publisher is refused (-EAGAIN) by a full ring held by
+ * its slowest subscriber, and nothing is lost; a subscriber that stands
+ * still stall_ms while the publisher waits is detached (-ECONNRESET), and
+ * the others go on; a dead one's place closes and stops holding it.
+ */
+TEST(backpressure_refuses_then_detaches_the_stalled)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_BACKPRESSURE);
+	struct lzchan *pub, *slow, *fast, *again;
+	char buf[64];
+	uint64_t i, lost;
+	int r;
+	char dir[64];
+
+	o.stall_ms = 100;
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&slow, "ps", 0, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&fast, "ps", 0, 0));
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48));
+	EXPECT_EQ(-EAGAIN, lzchan_send(pub, buf, 8));
+	/* The fast one reads all: still refused, the slow one holds it. */
+	for (i = 0; i < 16; i++) {
+		r = lzchan_recv(fast, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 48));
+	}
+	EXPECT_EQ(-EAGAIN, lzchan_send(pub, buf, 8));
+	/* The slow one reads one: it publishes its position when it
+	 * catches up or every quarter ring; read four. */
+	for (i = 0; i < 4; i++)
+		ASSERT_LT(0, lzchan_recv(slow, buf, sizeof(buf), NULL));
+	for (i = 16; i < 20; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48)) TH_LOG("position %llu", (unsigned long long)i);
+	EXPECT_EQ(-EAGAIN, lzchan_send(pub, buf, 8));
+	/* Standing still 100 ms while the publisher waits: detached. */
+	usleep(150000);
+	ASSERT_EQ(0, ps_send(pub, 20, 48));
+	EXPECT_EQ(-ECONNRESET, lzchan_recv(slow, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-ECONNRESET, lzchan_recv(slow, buf, sizeof(buf), NULL));
+	for (i = 16; i < 21; i++) {
+		r = lzchan_recv(fast, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 48));
+	}
+	EXPECT_EQ(0, lzchan_lost(fast, &lost));
+	EXPECT_EQ(0, lost);
+	lzchan_close(slow);
+	/* Its place is free again. */
+	ASSERT_EQ(0, lzchan_subscribe(&again, "ps", 0, 0));
+	lzchan_close(again);
+	lzchan_close(fast);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/* Places: max_subscribers at once (-EUSERS beyond); a subscriber that
+ * dies frees its place at once, and with back-pressure stops holding the
+ * publisher. */
+TEST(dead_subscriber_frees_its_place)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 2, LZCHAN_PS_BACKPRESSURE);
+	struct lzchan *pub, *a, *b;
+	int ready[2];
+	char buf[64], c;
+	char dir[64];
+	uint64_t i;
+	pid_t pid;
+
+	o.stall_ms = 0;		/* never detach: only its death lets go */
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&a, "ps", 0, 0));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *s;
+
+		if (lzchan_subscribe(&s, "ps", 0, 0) || write(ready[1], "s", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	EXPECT_EQ(-EUSERS, lzchan_subscribe(&b, "ps", 0, 0));
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, ps_send(pub, i, 48));
+	for (i = 0; i < 16; i++)
+		ASSERT_LT(0, lzchan_recv(a, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EAGAIN, lzchan_send(pub, buf, 8));	/* the child holds it */
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&b, "ps", 0, 0));	/* its place, at once */
+	lzchan_close(b);
+	/* And the publisher goes on (the lock is looked at once the place
+	 * stood still a while). */
+	ASSERT_EQ(0, ps_send(pub, 16, 48));
+	ASSERT_LT(0, lzchan_recv(a, buf, sizeof(buf), NULL));
+	lzchan_close(a);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/*
+ * Every subscriber that keeps up gets every message exactly once, in
+ * order, whole: back-pressure with NSUB subscriber processes, KILLED of
+ * which are killed at random points while the others read on (their
+ * death frees the publisher); then overwrite with subscribers that may
+ * fall behind, whose gaps must be exactly what lzchan_lost() says.
+ */
+#define NSUB	16
+#define KILLED	4
+#define NMSG	20000
+
+static int subscriber_run(uint64_t n, size_t max, bool overwrite, int ready)
+{
+	uint64_t next = 0, lost;
+	struct lzchan *sub;
+	char buf[4096];
+	int r;
+
+	if (lzchan_subscribe(&sub, "ps", 0, 0) || write(ready, "s", 1) != 1)
+		return 10;
+	while (next < n) {
+		r = lzchan_recv_wait(sub, buf, sizeof(buf), NULL, 30000000000LL);
+		if (r == -EOVERFLOW && overwrite) {
+			if (lzchan_lost(sub, &lost))
+				return 11;
+			if (!lost)
+				return 15;	/* -EOVERFLOW says something was lost */
+			next += lost;
+			continue;
+		}
+		if (r < 0)
+			return 12;
+		if (!ps_good(buf, r, next, max))
+			return 13;
+		next++;
+	}
+	if (next != n)
+		return 14;
+	lzchan_close(sub);
+	return 0;
+}
+
+static void many_subscribers(struct __test_metadata *_metadata, uint32_t policy)
+{
+	struct lzchan_ps_opts o = ps_opts(256, 64, NSUB + 1, policy);
+	pid_t pids[NSUB];
+	uint64_t seed = 0x9e3779b97f4a7c15ULL, i;
+	struct lzchan *pub;
+	int k, st, killed = 0, ready[2];
+	char dir[64], b;
+
+	o.stall_ms = 0;
+	ASSERT_EQ(0, pipe(ready));
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	for (k = 0; k < NSUB; k++) {
+		pids[k] = fork();
+		ASSERT_LE(0, pids[k]);
+		if (!pids[k])
+			_exit(subscriber_run(NMSG, 240, policy == LZCHAN_PS_OVERWRITE, ready[1]));
+	}
+	/* Every subscriber attached (each starts at the newest message). */
+	for (k = 0; k < NSUB; k++)
+		ASSERT_EQ(1, read(ready[0], &b, 1));
+	for (i = 0; i < NMSG; i++) {
+		ASSERT_EQ(0, ps_send(pub, i, 240));
+		if (killed < KILLED && lz_xorshift(&seed) % (NMSG / KILLED) == 0) {
+			kill(pids[killed], SIGKILL);
+			killed++;
+		}
+	}
+	while (killed < KILLED)
+		kill(pids[killed++], SIGKILL);
+	for (k = 0; k < NSUB; k++) {
+		ASSERT_EQ(pids[k], waitpid(pids[k], &st, 0));
+		if (k < KILLED) {
+			EXPECT_TRUE(WIFSIGNALED(st) || (WIFEXITED(st) && !WEXITSTATUS(st)));
+		} else {
+			EXPECT_EQ(0, st) TH_LOG("subscriber %d: %d", k, WEXITSTATUS(st));
+		}
+	}
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+TEST(every_subscriber_gets_everything_while_others_die)
+{
+	many_subscribers(_metadata, LZCHAN_PS_BACKPRESSURE);
+}
+
+TEST(overwrite_gaps_are_exactly_the_losses)
+{
+	many_subscribers(_metadata, LZCHAN_PS_OVERWRITE);
+}
+
+/*
+ * A hostile writer of the channel file (anyone who may write it on shm:
+ * a subscriber included) scribbles over the ring, the tail and the
+ * subscribers' lines while a subscriber reads: the subscriber never
+ * crashes, never reads out of bounds (every length it returns fits the
+ * slot), and every call returns one of its documented results.
+ */
+TEST(hostile_writer_cannot_crash_a_subscriber)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	uint64_t seed = 12345, i;
+	struct lzchan *pub, *sub;
+	char path[128], buf[64];
+	struct lzchan_msg m;
+	struct stat sb;
+	char *file;
+	int fd, r;
+	char dir[64];
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&sub, "ps", 0, 0));
+	snprintf(path, sizeof(path), "%s/lzchan.ps", dir);
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fstat(fd, &sb));
+	file = mmap(NULL, sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, file);
+	for (i = 0; i < 200000; i++) {
+		uint64_t x = lz_xorshift(&seed);
+		/* Past the file header page: the channel's areas. */
+		size_t at = 4096 + (x % (sb.st_size - 4096 - 8)) / 8 * 8;
+
+		if (x % 3 == 0)
+			memcpy(file + at, &x, 8);
+		if (x % 5 == 0)
+			(void)ps_send(pub, i, 48);
+		if (x % 2) {
+			r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+			ASSERT_TRUE(r == -EAGAIN || r == -EOVERFLOW || r == -EBADMSG ||
+				    r == -EPIPE || (r >= 0 && r <= 64 - 16)) TH_LOG("recv: %d", r);
+		} else {
+			r = lzchan_peek(sub, &m);
+			ASSERT_TRUE(r == 0 || r == -EAGAIN || r == -EOVERFLOW || r == -EBADMSG ||
+				    r == -EPIPE) TH_LOG("peek: %d", r);
+			if (r == 0) {
+				ASSERT_LE(m.len, 64 - 16);
+				/* Read it all: inside the mapping. */
+				memcpy(buf, m.data, m.len);
+				r = lzchan_release_check(sub, &m);
+				ASSERT_TRUE(r == 0 || r == -ESTALE);
+			}
+		}
+	}
+	munmap(file, sb.st_size);
+	close(fd);
+	lzchan_close(sub);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/* A subscriber parked in lzchan_recv_wait() is woken by a publish (and
+ * by lzchan_wake()), and an idle one does not spin. */
+TEST(parked_subscriber_is_woken)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *pub, *sub;
+	char buf[64];
+	char dir[64];
+	int ready[2], st;
+	pid_t pid;
+	char b;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rusage ru;
+		int r;
+
+		if (lzchan_subscribe(&sub, "ps", 0, 0) || write(ready[1], "s", 1) != 1)
+			_exit(1);
+		r = lzchan_recv_wait(sub, buf, sizeof(buf), NULL, -1);
+		if (r < 0 || !ps_good(buf, r, 0, 48))
+			_exit(2);
+		/* Parked for the half second, not spinning. */
+		getrusage(RUSAGE_SELF, &ru);
+		if (ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+		    ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec > 250000)
+			_exit(3);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	usleep(500000);
+	ASSERT_EQ(0, ps_send(pub, 0, 48));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_EQ(0, st) TH_LOG("child: %d", WEXITSTATUS(st));
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/*
+ * The publisher's wake, seen in the file (struct lzchan_ps_wake, at the
+ * layout's wake_off): with nobody parked a publish wakes nobody (the
+ * futex word does not move); with three subscribers parked, one publish
+ * wakes them all with one wake (it moves by one), and each gets it.
+ */
+TEST(one_wake_for_all_parked_none_for_nobody)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	volatile struct lzchan_ps_wake *w;
+	struct lzchan_ps_layout l;
+	struct lzchan *pub;
+	long page = sysconf(_SC_PAGESIZE);
+	char path[128], b, dir[64];
+	uint32_t wake0;
+	int ready[2], k, st, fd;
+	pid_t pids[3];
+	char *file;
+	size_t len;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	/* The layout as the UAPI header describes it (each area a page). */
+	memset(&l, 0, sizeof(l));
+	l.wake_off = 2 * page;
+	len = page + l.wake_off + page;
+	snprintf(path, sizeof(path), "%s/lzchan.ps", dir);
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	file = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, file);
+	w = (volatile struct lzchan_ps_wake *)(file + page + l.wake_off);
+	wake0 = w->wake;
+	ASSERT_EQ(0, ps_send(pub, 0, 48));
+	EXPECT_EQ(wake0, w->wake) TH_LOG("a publish woke with nobody parked");
+	ASSERT_EQ(0, pipe(ready));
+	for (k = 0; k < 3; k++) {
+		pids[k] = fork();
+		ASSERT_LE(0, pids[k]);
+		if (!pids[k]) {
+			struct lzchan *sub;
+			char buf[64];
+			int r;
+
+			if (lzchan_subscribe(&sub, "ps", 0, 0) || write(ready[1], "s", 1) != 1)
+				_exit(1);
+			r = lzchan_recv_wait(sub, buf, sizeof(buf), NULL, -1);
+			_exit(r > 0 && ps_good(buf, r, 1, 48) ? 0 : 2);
+		}
+	}
+	for (k = 0; k < 3; k++)
+		ASSERT_EQ(1, read(ready[0], &b, 1));
+	/* All three announced (each bumps sleepers once before it sleeps;
+	 * a 50 ms blind sleep ends with another). */
+	while (w->sleepers < 3)
+		usleep(1000);
+	wake0 = w->wake;
+	ASSERT_EQ(0, ps_send(pub, 1, 48));
+	EXPECT_EQ(wake0 + 1, w->wake);
+	for (k = 0; k < 3; k++) {
+		ASSERT_EQ(pids[k], waitpid(pids[k], &st, 0));
+		EXPECT_EQ(0, st);
+	}
+	munmap(file, len);
+	close(fd);
+	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+TEST_HARNESS_MAIN
