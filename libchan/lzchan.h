@@ -403,6 +403,30 @@ struct lzchan_lane_stat {
  */
 int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n);
 
+/* One subscriber place of a pub/sub channel, as lzchan_stat_subscribers()
+ * sees it (shm: read from the file, which every party can write). */
+struct lzchan_sub_stat {
+	uint32_t state;		/* LZCHAN_LANE_FREE, _ATTACHED or _CLOSED */
+	uint32_t gen;		/* subscribers that took this place so far */
+	uint32_t alive;		/* 1: the subscriber's process holds it */
+	uint32_t detached;	/* 1: detached for stalling (back-pressure) */
+	uint64_t pos;		/* its position, as it last published it */
+	uint64_t lag;		/* the publisher's tail less pos */
+	uint64_t lost;		/* messages it lost so far */
+	uint64_t reserved[2];
+};
+
+/*
+ * lzchan_stat_subscribers - each subscriber place of pub/sub channel @name.
+ * Fills min(@n, places) entries of @ss and returns max_subscribers, or
+ * -EPROTOTYPE (@name is a channel), -EOPNOTSUPP (dev backend), -EPROTO (not
+ * a valid channel file), -ENOENT, -EACCES, -EINVAL.  lzchan_stat() and
+ * lzchan_list() describe a pub/sub channel too, with LZCHAN_STAT_PUBSUB in
+ * flags: senders is then its publisher (0 or 1), receiver the subscribers
+ * attached, max_senders 1, messages the messages published.
+ */
+int lzchan_stat_subscribers(const char *name, struct lzchan_sub_stat *ss, unsigned int n);
+
 /*
  * lzchan_stat_origin - lane @lane of channel @name's origin record (see
  * lzchan_peer_origin()) as its writer left it, without attaching.

@@ -41,15 +41,22 @@ struct __lzchan_ps {
 	char *subs;
 	char *ring;
 	uint64_t sub_stride;
-	uint32_t slot_size, slot_count, mask, max_msg, max_subs, policy;
+	uint32_t slot_size, slot_shift, slot_count, mask, max_msg, max_subs, policy;
 	uint64_t stall_ns;
 	uint32_t gen;			/* our generation (publisher, subscriber) */
 
 	/* publisher */
 	uint64_t tail;			/* next position to write */
 	uint64_t room_end;		/* back-pressure: positions below are ours */
+	uint64_t gate;			/* the send takes positions below this
+					 * without a look: room_end with
+					 * back-pressure, all with overwrite, none
+					 * while a reservation is open (and for a
+					 * subscriber, whose send refuses) */
 	uint32_t sleepers_seen;		/* wake->sleepers at our last wake */
 	bool fence_each;		/* no asymmetric barrier: fence each publish */
+	bool waiting;			/* back-pressure: refused since the last
+					 * room found (the stall clocks run) */
 	bool reserved;
 	uint32_t resv_len;
 	uint64_t *seen_pos;		/* back-pressure: each place's position ... */
@@ -73,7 +80,7 @@ struct __lzchan_ps {
 
 static inline struct lzchan_ps_slot *__ps_slot(const struct __lzchan_ps *ps, uint64_t pos)
 {
-	return (struct lzchan_ps_slot *)(ps->ring + (size_t)(pos & ps->mask) * ps->slot_size);
+	return (struct lzchan_ps_slot *)(ps->ring + ((size_t)(pos & ps->mask) << ps->slot_shift));
 }
 
 static inline struct lzchan_ps_sub *__ps_sub(const struct __lzchan_ps *ps, uint32_t i)
@@ -124,6 +131,13 @@ void __lzchan_ps_layout(struct lzchan_ps_layout *l, uint32_t slot_size, uint32_t
 uint64_t __lzchan_ps_file_size(const struct lzchan_ps_layout *l, uint64_t page)
 {
 	return page + l->ring_off + l->ring_size;
+}
+
+/* The send's gate, from what it summarises. */
+static void __ps_gate(struct __lzchan_ps *ps)
+{
+	ps->gate = ps->reserved ? 0 : ps->policy == LZCHAN_PS_OVERWRITE ? UINT64_MAX :
+		   ps->room_end;
 }
 
 /* ---- attaching ---- */
@@ -179,9 +193,11 @@ static uint64_t __ps_slowest(const struct __lzchan_ps *ps, uint32_t skip, uint64
 	return min;
 }
 
+static uint32_t __ps_next_place;
+
 static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t history)
 {
-	uint32_t i;
+	uint32_t i, k;
 
 	if (ch->f.role == LZCHAN_PUBLISHER) {
 		uint64_t st;
@@ -196,18 +212,32 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		/* Relaxed: the previous publisher's last store, published by
 		 * its release of GONE (or lost with it: then what it left). */
 		ps->tail = __lz_load(&ps->pub->tail);
+		/* One that died between a message's seq and its tail: that
+		 * message is out (a subscriber may have taken it); writing
+		 * its position again would hide the new one from it, and
+		 * give a reader mid-copy the same seq back (ABA). */
+		if (__lz_load_acq(&__ps_slot(ps, ps->tail)->seq) == ps->tail + 1)
+			ps->tail++;
 		ps->room_end = ps->tail;	/* back-pressure: look first */
-		ps->sleepers_seen = __lz_load(&ps->wake->sleepers);
+		__ps_gate(ps);
+		/* Subscribers parked before we came are woken by our first
+		 * publish. */
+		ps->sleepers_seen = __lz_load(&ps->wake->sleepers) - 1;
 		/* Pairs with the subscribers' acquire loads of pub_status. */
 		__lz_store_rel(&ps->hdr->pub_status, LZCHAN_STATUS(ps->gen, LZCHAN_RX_ATTACHED));
 		return 0;
 	}
-	for (i = 0; i < ps->max_subs; i++) {
+	/* From where this process last found a place (a hint: a process
+	 * that subscribes many times does not try every taken place again
+	 * each time; relaxed, any value is a fine start). */
+	for (k = 0; k < ps->max_subs; k++) {
 		struct lzchan_ps_sub *s;
 		uint64_t st, at;
 
+		i = (__lz_load(&__ps_next_place) + k) % ps->max_subs;
 		if (__lzchan_lock(ch->fd, LOCK_BASE + 1 + i))
 			continue;
+		__lz_store(&__ps_next_place, i + 1);
 		ch->claimed = true;
 		s = __ps_sub(ps, i);
 		ps->place = i;
@@ -230,9 +260,15 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
 				 __ATOMIC_SEQ_CST);
 		if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
+			/* The room a scan that missed us gave is the least of
+			 * its position (scan_at, stored before its loads) and
+			 * those it saw, plus a ring: start no earlier. */
 			uint64_t slow = __ps_slowest(ps, i, UINT64_MAX);
+			uint64_t scan = __atomic_load_n(&ps->pub->scan_at, __ATOMIC_SEQ_CST);
 
-			if (slow != UINT64_MAX && slow > at) {
+			if (scan < slow)
+				slow = scan;
+			if (slow > at) {
 				at = slow;
 				__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
 			}
@@ -298,13 +334,19 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 	ps->sub_stride = want.sub_stride;
 	ps->ring = base + want.ring_off;
 	ps->slot_size = hdr->slot_size;
+	ps->slot_shift = __builtin_ctz(hdr->slot_size);
 	ps->slot_count = hdr->slot_count;
 	ps->mask = hdr->slot_count - 1;
 	ps->max_msg = __lzchan_ps_max_msg(hdr->slot_size);
 	ps->max_subs = hdr->max_subscribers;
 	ps->policy = hdr->policy;
 	ps->stall_ns = (uint64_t)hdr->stall_ms * 1000000ULL;
-	ps->publish_every = hdr->slot_count / 4 ? hdr->slot_count / 4 : 1;
+	/* Back-pressure: every position, so that a publisher waiting on a
+	 * slow subscriber sees it move (and never takes it for stalled);
+	 * a store to a line of its own, which the publisher reads only
+	 * when its room runs out.  Overwrite: a quarter ring (statistics). */
+	ps->publish_every = hdr->policy == LZCHAN_PS_BACKPRESSURE ? 1 :
+			    hdr->slot_count / 4 ? hdr->slot_count / 4 : 1;
 	/* What lzchan_geometry() reports, and the handle prefix the inline
 	 * calls read: no gate (tx_max, tx_room 0) and no span, so that
 	 * every inline call comes to the library, which comes here. */
@@ -342,11 +384,20 @@ static void __ps_wake_all(struct __lzchan_ps *ps)
  */
 static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 {
-	uint64_t now = 0, min = UINT64_MAX;
-	uint32_t i, slow = UINT32_MAX;
+	uint64_t now = 0, min = ps->tail;	/* nobody attached: a ring of room */
+	uint32_t i;
 
 	if (p < ps->room_end)
 		return true;
+	/* A new wait: the stall clocks start now, not at an earlier wait
+	 * (a publisher that comes back late has not waited meanwhile). */
+	if (!ps->waiting) {
+		memset(ps->seen_ns, 0, ps->max_subs * sizeof(*ps->seen_ns));
+		ps->waiting = true;
+	}
+	/* Seq_cst, before the loads below: a joiner that this scan misses
+	 * loads it after, and starts no earlier (__ps_claim()). */
+	__atomic_store_n(&ps->pub->scan_at, ps->tail, __ATOMIC_SEQ_CST);
 	for (i = 0; i < ps->max_subs; i++) {
 		struct lzchan_ps_sub *s = __ps_sub(ps, i);
 		uint64_t st, pos;
@@ -359,8 +410,11 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 		    __lz_load(&s->detached) == LZCHAN_STATUS_GEN(st))
 			continue;
 		pos = __atomic_load_n(&s->pos, __ATOMIC_SEQ_CST);
-		if (pos + ps->slot_count > p)
-			continue;	/* not in the way */
+		if (pos + ps->slot_count > p) {
+			if (pos < min)
+				min = pos;	/* not in the way: the room it leaves */
+			continue;
+		}
 		/* In the way.  Has it moved since we last looked? */
 		if (!now)
 			now = __lzchan_now_ns();
@@ -385,19 +439,16 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 			ps->seen_ns[i] = 0;
 			continue;
 		}
-		if (pos < min) {
+		if (pos < min)
 			min = pos;
-			slow = i;
-		}
 	}
-	if (slow == UINT32_MAX) {
-		/* Nobody in the way: the slowest of all sets the room. */
-		min = __ps_slowest(ps, UINT32_MAX, p);
-		ps->room_end = min + ps->slot_count;
-		return p < ps->room_end;
-	}
+	/* One pass: the slowest position of those still attached. */
 	ps->room_end = min + ps->slot_count;
-	return false;
+	__ps_gate(ps);
+	if (p >= ps->room_end)
+		return false;
+	ps->waiting = false;
+	return true;
 }
 
 static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
@@ -408,9 +459,11 @@ static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
 		return -EBUSY;
 	if (len > ps->max_msg)
 		return -EMSGSIZE;
-	if (__lzchan_guard_lost(ch->guard))
+	/* The mapping cut (shm): the SIGBUS handler marked the handle. */
+	if (__lzchan_cut(&ch->f))
 		return -EIO;
-	if (ps->policy == LZCHAN_PS_BACKPRESSURE && !__ps_room(ch, ps, ps->tail))
+	if (ps->policy == LZCHAN_PS_BACKPRESSURE && ps->tail >= ps->room_end &&
+	    !__ps_room(ch, ps, ps->tail))
 		return -EAGAIN;
 	return 0;
 }
@@ -419,11 +472,12 @@ static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
  * held sees its seq change.  The release fence orders this store before
  * the payload's (a store-store barrier): a reader that read any byte we
  * write next, and then (acquire fence) seq, sees WRITING or later. */
-static struct lzchan_ps_slot *__ps_begin(struct __lzchan_ps *ps)
+static inline __attribute__((always_inline)) struct lzchan_ps_slot *
+__ps_begin(struct __lzchan_ps *ps, uint64_t tail)
 {
-	struct lzchan_ps_slot *s = __ps_slot(ps, ps->tail);
+	struct lzchan_ps_slot *s = __ps_slot(ps, tail);
 
-	__lz_store(&s->seq, LZCHAN_PS_WRITING | (ps->tail + 1));
+	__lz_store(&s->seq, LZCHAN_PS_WRITING | (tail + 1));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	return s;
 }
@@ -435,10 +489,11 @@ static struct lzchan_ps_slot *__ps_begin(struct __lzchan_ps *ps)
  * seqs below).  Then one load: has a subscriber parked since our last
  * wake?  (Dekker with the parking subscriber's heavy barrier; see the
  * design page.) */
-static int __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s,
-		    uint32_t len)
+static inline __attribute__((always_inline)) int
+__ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s, uint64_t tail,
+	 uint32_t len)
 {
-	uint64_t next = ps->tail + 1;
+	uint64_t next = tail + 1;
 	uint32_t sl;
 
 	__lz_store(&s->len, len);
@@ -460,17 +515,37 @@ static int __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_
 	return __lzchan_cut(&ch->f) ? -EIO : 0;
 }
 
+/* One message written at the tail and published. */
+static inline __attribute__((always_inline)) int
+__ps_put(struct lzchan *ch, struct __lzchan_ps *ps, const void *buf, size_t len)
+{
+	uint64_t tail = ps->tail;	/* loaded once: the copy may alias */
+	struct lzchan_ps_slot *s = __ps_begin(ps, tail);
+
+	if (len <= LZCHAN_INLINE_MAX)
+		__lzchan_copy(s + 1, buf, len);	/* as the channels' inline send */
+	else
+		memcpy(s + 1, buf, len);
+	return __ps_end(ch, ps, s, tail, (uint32_t)len);
+}
+
+static __attribute__((noinline)) int __ps_send_slow(struct lzchan *ch, struct __lzchan_ps *ps,
+						    const void *buf, size_t len)
+{
+	int ret = __ps_tx_check(ch, ps, len);
+
+	return ret ? ret : __ps_put(ch, ps, buf, len);
+}
+
+/* The gate (a position below it, a length that fits, no cut), else the
+ * checks one by one. */
 int __lzchan_ps_send(struct lzchan *ch, const void *buf, size_t len)
 {
 	struct __lzchan_ps *ps = ch->ps;
-	struct lzchan_ps_slot *s;
-	int ret = __ps_tx_check(ch, ps, len);
 
-	if (ret)
-		return ret;
-	s = __ps_begin(ps);
-	memcpy(s + 1, buf, len);
-	return __ps_end(ch, ps, s, (uint32_t)len);
+	if (__lzchan_unlikely(len > ps->max_msg || ps->tail >= ps->gate || __lzchan_cut(&ch->f)))
+		return __ps_send_slow(ch, ps, buf, len);
+	return __ps_put(ch, ps, buf, len);
 }
 
 int __lzchan_ps_reserve(struct lzchan *ch, size_t len, void **buf)
@@ -482,9 +557,10 @@ int __lzchan_ps_reserve(struct lzchan *ch, size_t len, void **buf)
 		return ret;
 	if (!buf)
 		return -EINVAL;
-	*buf = __ps_begin(ps) + 1;
+	*buf = __ps_begin(ps, ps->tail) + 1;
 	ps->reserved = true;
 	ps->resv_len = (uint32_t)len;
+	__ps_gate(ps);
 	return 0;
 }
 
@@ -497,7 +573,8 @@ int __lzchan_ps_commit(struct lzchan *ch, size_t len)
 	if (!ps->reserved || len > ps->resv_len)
 		return -EINVAL;
 	ps->reserved = false;
-	return __ps_end(ch, ps, __ps_slot(ps, ps->tail), (uint32_t)len);
+	__ps_gate(ps);
+	return __ps_end(ch, ps, __ps_slot(ps, ps->tail), ps->tail, (uint32_t)len);
 }
 
 /* Wait until every attached subscriber has published a position at our
@@ -514,8 +591,10 @@ int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 
 		if (__lzchan_guard_lost(ch->guard))
 			return -EIO;
-		if (__ps_slowest(ps, UINT32_MAX, ps->tail) >= ps->tail)
+		if (__ps_slowest(ps, UINT32_MAX, ps->tail) >= ps->tail) {
+			ps->waiting = false;
 			return 0;
+		}
 		/* The dead are let go (and, with back-pressure, the
 		 * stalled), as a full ring lets them go: every place
 		 * behind the tail counts as in the way. */
@@ -563,7 +642,12 @@ static int __ps_lapped(struct __lzchan_ps *ps, uint64_t q, uint64_t at)
 	lost = next - q;
 	ps->lost += lost;
 	ps->lost_total += lost;
-	ps->pos = ps->peek = next;
+	/* Views still held (before q) stay held: their release says
+	 * whether they were overwritten (lzchan_release_check(), which
+	 * counts those).  None held: the position moves on too. */
+	if (ps->pos == q)
+		ps->pos = next;
+	ps->peek = next;
 	/* Relaxed: statistics. */
 	__lz_store(&ps->me->lost, ps->lost_total);
 	__ps_publish_pos(ps, true);
@@ -750,9 +834,25 @@ int __lzchan_ps_recv_batch(struct lzchan *ch, struct lzchan_msg *m, unsigned int
 	if (r)
 		return r;
 	for (k = 0; k < n; k++) {
-		r = __ps_look(ch, ps, &s, &len);
-		if (r != 1)
-			return k ? (int)k : r;
+		/* After the first view, only what is ready: anything else
+		 * (an end, a lap, a forged length) is the next call's to
+		 * report, not swallowed behind a count of views. */
+		if (k) {
+			const struct lzchan_ps_slot *h = __ps_slot(ps, ps->peek);
+
+			/* Acquire: pairs with the release store of seq. */
+			if (__lz_load_acq(&h->seq) != ps->peek + 1)
+				break;
+			len = __lz_load(&h->len);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__lz_load(&h->seq) != ps->peek + 1 || len > ps->max_msg)
+				break;
+			s = h;
+		} else {
+			r = __ps_look(ch, ps, &s, &len);
+			if (r != 1)
+				return r;
+		}
 		__ps_fill(&m[k], s, len, ps->peek + 1);
 		ps->peek++;
 	}
@@ -898,6 +998,85 @@ void __lzchan_ps_kick(struct lzchan *ch)
 {
 	if (ch->f.role == LZCHAN_SUBSCRIBER)
 		__ps_wake_all(ch->ps);
+}
+
+/* ---- describing (lzchan_stat(), lzchan_stat_subscribers()) ---- */
+
+static int __ps_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t r = pread(fd, buf, len, (off_t)off);
+
+	if (r < 0)
+		return -errno;
+	return (size_t)r == len ? 0 : -EPROTO;	/* cut short: no channel */
+}
+
+/*
+ * Describe the pub/sub file @fd (header @h, @size bytes) without mapping
+ * it: read, so that a file cut short is a short read, not SIGBUS.  @ss:
+ * up to @n subscriber places too.  Returns max_subscribers, or -EPROTO (not
+ * a valid pub/sub file), -errno.
+ */
+int __lzchan_ps_describe(int fd, const struct __lzchan_shm_file *h, uint64_t size,
+			 struct lzchan_chan_stat *out, struct lzchan_sub_stat *ss, unsigned int n)
+{
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct lzchan_ps_layout want;
+	struct lzchan_ps_hdr hdr;
+	struct lzchan_ps_pub pub;
+	struct lzchan_ps_wake wake;
+	uint32_t i;
+	int ret;
+
+	if (h->version != SHM_FILE_VERSION || h->page_size != page ||
+	    __lzchan_ps_geom_check(h->slot_size, h->slot_count, h->max_subscribers, h->policy))
+		return -EPROTO;
+	__lzchan_ps_layout(&want, h->slot_size, h->slot_count, h->max_subscribers, page);
+	if (memcmp(&want, &h->ps, sizeof(want)) || size < __lzchan_ps_file_size(&want, page))
+		return -EPROTO;
+	ret = __ps_pread(fd, &hdr, sizeof(hdr), page + want.info_off);
+	if (!ret)
+		ret = __ps_pread(fd, &pub, sizeof(pub), page + want.pub_off);
+	if (!ret)
+		ret = __ps_pread(fd, &wake, sizeof(wake), page + want.wake_off);
+	if (ret)
+		return ret;
+	out->slot_size = h->slot_size;
+	out->slot_count = h->slot_count;
+	out->max_senders = 1;
+	out->numa_node = h->numa_node;
+	out->flags |= LZCHAN_STAT_PUBSUB;
+	out->messages = pub.tail;
+	out->sender_attaches = LZCHAN_STATUS_GEN(hdr.pub_status);
+	out->wake_requests = out->wakeups = wake.wake;
+	ret = __lzchan_locked(fd, LOCK_BASE);
+	if (ret < 0)
+		return ret;
+	out->senders = ret;
+	for (i = 0; i < h->max_subscribers; i++) {
+		struct lzchan_ps_sub sub;
+		int alive;
+
+		alive = __lzchan_locked(fd, LOCK_BASE + 1 + i);
+		if (alive < 0)
+			return alive;
+		out->receiver += alive;
+		if (!ss || i >= n)
+			continue;
+		ret = __ps_pread(fd, &sub, sizeof(sub), page + want.subs_off +
+				 (uint64_t)i * want.sub_stride);
+		if (ret)
+			return ret;
+		memset(&ss[i], 0, sizeof(ss[i]));
+		ss[i].state = LZCHAN_STATUS_STATE(sub.status);
+		ss[i].gen = LZCHAN_STATUS_GEN(sub.status);
+		ss[i].alive = alive;
+		ss[i].detached = ss[i].gen && sub.detached == ss[i].gen;
+		ss[i].pos = sub.pos;
+		ss[i].lag = pub.tail > sub.pos ? pub.tail - sub.pos : 0;
+		ss[i].lost = sub.lost;
+	}
+	return (int)h->max_subscribers;
 }
 
 /* ---- closing ---- */

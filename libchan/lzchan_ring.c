@@ -700,11 +700,13 @@ int lzchan_send(struct lzchan *ch, const void *buf, size_t len)
 	 * again; a receiver's handle keeps it 0 (its tx_max lets an empty
 	 * message test it). */
 	if (__lzchan_unlikely(!ch || ch->f.role != LZCHAN_SENDER)) {
-		if (ch && ch->ps)
-			return __lzchan_ps_send(ch, buf, len);
-		if (ch)
-			ch->f.tx_room = 0;
-		return -EBADF;
+		if (!ch)
+			return -EBADF;
+		/* The inline gate took a position from 0 (an empty message
+		 * passes its length test): shut it again, or the inline
+		 * commit would read a reservation's mark. */
+		ch->f.tx_room = 0;
+		return ch->ps ? __lzchan_ps_send(ch, buf, len) : -EBADF;
 	}
 	return __lz_send(ch, buf, len);
 }
@@ -940,8 +942,10 @@ int lzchan_reserve(struct lzchan *ch, size_t len, void **buf)
 			return 0;
 		}
 	}
-	if (ch && ch->ps)
+	if (ch && ch->ps) {
+		ch->f.tx_room = 0;	/* as in lzchan_send() */
 		return __lzchan_ps_reserve(ch, len, buf);
+	}
 	ret = __lz_tx_check(ch, len);
 
 	if (ret)
@@ -963,8 +967,12 @@ int lzchan_commit(struct lzchan *ch, size_t len)
 	uint32_t k;
 	bool marker;
 
-	if (!ch || ch->f.role != LZCHAN_SENDER)
-		return ch && ch->ps ? __lzchan_ps_commit(ch, len) : -EBADF;
+	if (!ch || ch->f.role != LZCHAN_SENDER) {
+		if (!ch || !ch->ps)
+			return -EBADF;
+		ch->f.tx_room = 0;	/* as in lzchan_send() */
+		return __lzchan_ps_commit(ch, len);
+	}
 	if (!ch->f.reserved || len > ch->f.resv_len)
 		return -EINVAL;
 	/* One made through the gate (bit 31 of tx_room: no library call

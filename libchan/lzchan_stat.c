@@ -60,6 +60,8 @@ static int __lz_shm_header(int fd, const struct stat *st, struct __lzchan_shm_fi
 	ret = __lz_pread(fd, h, sizeof(*h), 0);
 	if (ret)
 		return ret;
+	if (h->magic == SHM_FILE_MAGIC && (h->flags & SHM_FILE_PUBSUB))
+		return 1;	/* a pub/sub channel: lzchan_pubsub.c reads on */
 	if (h->magic != SHM_FILE_MAGIC || h->version != SHM_FILE_VERSION ||
 	    h->page_size != page ||
 	    __lzchan_geom_check(h->slot_size, h->slot_count, h->max_senders))
@@ -82,7 +84,8 @@ static int __lz_shm_header(int fd, const struct stat *st, struct __lzchan_shm_fi
  */
 static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 			     struct lzchan_chan_stat *out,
-			     struct lzchan_lane_stat *ls, unsigned int n)
+			     struct lzchan_lane_stat *ls, unsigned int n,
+			     struct lzchan_sub_stat *ss, unsigned int nss)
 {
 	uint64_t page = sysconf(_SC_PAGESIZE), base;
 	struct __lzchan_shm_file h;
@@ -118,9 +121,25 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 		return -ENOTSUP;
 	}
 	ret = __lz_shm_header(fd, &st, &h);
+	if (ret == 1 && !ls) {
+		ret = __lzchan_ps_describe(fd, &h, st.st_size, out, ss, nss);
+		close(fd);
+		if (ret < 0 && (ss || ret != -EPROTO))
+			return ret;
+		if (ret >= 0) {
+			out->uid = out->cuid = st.st_uid;
+			out->gid = out->cgid = st.st_gid;
+			out->mode = st.st_mode & 0777;
+			out->bytes = st.st_size;
+			return ss ? ret : 0;
+		}
+		goto owner_only;
+	}
+	if (ret == 1 || (ret == 0 && ss))
+		ret = -EPROTOTYPE;	/* the other kind than asked for */
 	if (ret) {
 		close(fd);
-		if (ls)
+		if (ls || ss)
 			return ret;
 		goto owner_only;
 	}
@@ -227,7 +246,7 @@ static int __lz_shm_list(struct lzchan_chan_stat *st, unsigned int n)
 		    __lzchan_name_check(name))
 			continue;
 		ret = __lz_shm_describe(dirfd(dir), d->d_name, name,
-					total < n ? &st[total] : &tmp, NULL, 0);
+					total < n ? &st[total] : &tmp, NULL, 0, NULL, 0);
 		if (ret == -ENOENT || ret == -ENOTSUP) {
 			ret = 0;	/* removed meanwhile, or not a channel */
 			continue;
@@ -338,7 +357,7 @@ int lzchan_stat(const char *name, struct lzchan_chan_stat *st, uint32_t *backend
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	ret = __lz_shm_describe(AT_FDCWD, path, name, st, NULL, 0);
+	ret = __lz_shm_describe(AT_FDCWD, path, name, st, NULL, 0, NULL, 0);
 	return ret == -ENOTSUP ? -ENOENT : ret;
 }
 
@@ -365,6 +384,32 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
 	if (ret)
 		return ret;
 	/* ls NULL: only the count is wanted (n is 0: nothing is written). */
-	ret = __lz_shm_describe(AT_FDCWD, path, name, &st, ls ? ls : &none, n);
+	ret = __lz_shm_describe(AT_FDCWD, path, name, &st, ls ? ls : &none, n, NULL, 0);
+	return ret == -ENOTSUP ? -ENOENT : ret;
+}
+
+int lzchan_stat_subscribers(const char *name, struct lzchan_sub_stat *ss, unsigned int n)
+{
+	struct lzchan_sub_stat none;
+	struct lzchan_chan_stat st;
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (!ss && n)
+		return -EINVAL;
+	ret = __lzchan_name_check(name);
+	if (ret)
+		return ret;
+	fd = __lzchan_pick();
+	if (fd >= 0) {
+		close(fd);
+		return -EOPNOTSUPP;	/* the module makes no pub/sub channels yet */
+	}
+	if (fd != -ENOENT)
+		return fd;
+	ret = __lzchan_shm_path(path, sizeof(path), name);
+	if (ret)
+		return ret;
+	ret = __lz_shm_describe(AT_FDCWD, path, name, &st, NULL, 0, ss ? ss : &none, n);
 	return ret == -ENOTSUP ? -ENOENT : ret;
 }

@@ -253,6 +253,7 @@ int lzb_cmd_threads(int argc, char **argv);
 int lzb_cmd_wakeup(int argc, char **argv);
 int lzb_cmd_alt(int argc, char **argv);
 int lzb_cmd_ipm(int argc, char **argv);
+int lzb_cmd_pubsub(int argc, char **argv);
 int lzb_cmd_headline(int argc, char **argv);
 int lzb_cmd_plot(int argc, char **argv);
 int lzb_cmd_remote(int argc, char **argv);

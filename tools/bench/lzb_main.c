@@ -24,6 +24,7 @@ static const struct {
 	{ "threads", lzb_cmd_threads, "T threads: a lane each vs one lane behind a lock (UCX paper)" },
 	{ "wakeup", lzb_cmd_wakeup, "waking a parked receiver vs eventfd and futex ping-pong; idle CPU" },
 	{ "ipm", lzb_cmd_ipm, "instructions per message, counted by callgrind, vs the lazy ring" },
+	{ "pubsub", lzb_cmd_pubsub, "publisher instructions per message, 1 to 1024 subscribers (callgrind)" },
 	{ "alt", lzb_cmd_alt, "what users pick instead: pipe, AF_UNIX, POSIX mqueue vs libchan" },
 	{ "remote", lzb_cmd_remote, "two hosts (netns) through lzchan-bridged vs UCX alone (root)" },
 	{ "plot", lzb_cmd_plot, "turn a --csv sweep into a PNG with gnuplot" },

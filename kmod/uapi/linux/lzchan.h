@@ -211,6 +211,9 @@ struct lzchan_chan_stat {
  * mode, geometry and bytes are visible to every caller, as ipcs(1) shows.
  */
 #define LZCHAN_STAT_HIDDEN	(1U << 0)
+#define LZCHAN_STAT_PUBSUB	(1U << 1)	/* a publish/subscribe channel
+						 * (libchan's shm backend; see
+						 * lzchan_stat_subscribers()) */
 
 /*
  * The mmap layout: byte offsets (page-aligned) to pass to mmap() and sizes.
@@ -595,7 +598,10 @@ struct lzchan_ps_pub {
 	__u64 tail;			/* positions published: every position
 					 * below it was made ready (release,
 					 * after the slot's seq) */
-	__u64 pad[15];
+	__u64 scan_at;			/* back-pressure: the position the
+					 * publisher last looked for room at
+					 * (a joiner starts no earlier) */
+	__u64 pad[14];
 };					/* 128 bytes */
 
 struct lzchan_ps_wake {
