@@ -274,6 +274,13 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 			}
 		}
 		ps->pos = ps->peek = ps->published = at;
+		/* A publisher that had left before we came, and whose
+		 * messages we do not start among, ended no stream of ours:
+		 * wait for the next one.  Pairs with its release of GONE. */
+		st = __lz_load_acq(&ps->hdr->pub_status);
+		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE &&
+		    at >= __lz_load_acq(&ps->pub->tail))
+			ps->pub_st = st;
 		return 0;
 	}
 	return -EUSERS;

@@ -146,6 +146,13 @@ check "many senders: 4 x 20000 messages checked, 4 ends of stream" \
 	run "$tmp/fan" '^4 senders, 80000 messages received and checked, 4 ends of stream$' \
 	"$tmp/lzchan_fanin" fan 4 20000
 
+check "publish/subscribe: 4 subscriber processes, every tick checked (back-pressure)" \
+	run "$tmp/ps" '^4 subscribers, 20000 ticks each, every one accounted for$' \
+	"$tmp/lzchan_pubsub" ps 4 20000 backpressure
+check "publish/subscribe: 3 subscribers, ticks received plus told lost = all (overwrite)" \
+	run "$tmp/ps2" '^3 subscribers, 20000 ticks each, every one accounted for$' \
+	"$tmp/lzchan_pubsub" ps2 3 20000 overwrite
+
 leftover=$(ls "$shmdir")
 check "the examples removed their channels" [ -z "$leftover" ]
 

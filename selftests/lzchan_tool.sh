@@ -298,6 +298,57 @@ check "LZCHAN_BACKEND=dev without the module: ENODEV, how to load it" \
 LZCHAN_BACKEND=bogus "$tool" list >"$out" 2>"$err"; s=$?
 check "a bad LZCHAN_BACKEND is a usage error" eval '[ $s = 2 ] && err_has "LZCHAN_BACKEND"'
 
+# --- publish/subscribe ---
+run create ticks --pubsub --slots 16 --subscribers 4
+check "create --pubsub exits 0 and prints nothing" eval 'rc_is 0 && [ ! -s "$out" ] && [ ! -s "$err" ]'
+run list
+check "list shows the pub/sub channel with its subscribers" eval 'rc_is 0 && out_has "^ticks .* 0 subs"'
+run create bad --pubsub --lanes 2
+check "create --pubsub --lanes: a usage error naming --subscribers" \
+	eval 'rc_is 2 && err_has "subscribers" && err_one_line'
+run create bad --policy sometimes --pubsub
+check "create --policy of neither kind: a usage error" eval 'rc_is 2 && err_has "overwrite"'
+run create bad --stall 5
+check "create --stall without --pubsub: a usage error" eval 'rc_is 2 && err_has "need --pubsub"'
+"$tool" subscribe ticks --count 3 >"$tmp/s1.out" 2>"$tmp/s1.err" &
+s1=$!
+"$tool" subscribe ticks >"$tmp/s2.out" 2>"$tmp/s2.err" &
+s2=$!
+# Both attached (show counts them) before the publisher starts.
+i=0
+while [ $i -lt 100 ] && ! "$tool" show ticks 2>/dev/null | grep -q "subscribers: *2 attached"; do
+	sleep 0.05; i=$((i + 1))
+done
+printf '1\n2\n3\n' | "$tool" publish ticks 2>"$err"; p=$?
+wait $s1; r1=$?
+wait $s2; r2=$?
+check "publish: every subscriber gets every line; the publisher's close ends the stream" \
+	eval '[ $p = 0 ] && [ $r1 = 0 ] && [ $r2 = 0 ] && [ "$(cat "$tmp/s1.out")" = "$(printf "1\n2\n3")" ] &&
+	      [ "$(cat "$tmp/s2.out")" = "$(printf "1\n2\n3")" ]'
+run show ticks
+check "show: publisher, subscribers' places, positions" \
+	eval 'rc_is 0 && out_has "publish/subscribe" && out_has "^messages: *3" && out_has "PLACE" &&
+	      out_has "closed"'
+run show ticks --json
+json_check "show --json of a pub/sub channel: kind, subscribers[]" "$out" \
+	'd["channel"]["kind"]=="pubsub" and d["channel"]["messages"]==3 and len(d["subscribers"])==2 and d["subscribers"][0]["position"]==3' \
+	'.channel.kind=="pubsub" and .channel.messages==3 and (.subscribers|length)==2 and .subscribers[0].position==3'
+seq 1 40 | "$tool" publish ticks
+run subscribe ticks --history 5 --timeout 100
+check "subscribe --history 5: the last five, then the end (exit 0)" \
+	eval 'rc_is 0 && [ "$(cat "$out")" = "$(seq 36 40)" ]'
+run subscribe ticks --history 100 --timeout 100
+check "history is what the ring still holds (15 of 16 slots)" \
+	eval 'rc_is 0 && [ "$(cat "$out")" = "$(seq 26 40)" ]'
+run recv ticks
+check "recv of a pub/sub channel: EPROTOTYPE, says to subscribe" \
+	eval 'rc_is 1 && err_has "(EPROTOTYPE)" && err_has "lzchan subscribe ticks" && err_one_line'
+run subscribe nobody-yet
+check "subscribe to a channel: EPROTOTYPE, says to use recv" \
+	eval 'rc_is 1 && err_has "(EPROTOTYPE)" && err_has "lzchan recv" && err_one_line'
+run subscribe ticks --timeout 100
+check "subscribe with nothing published: ETIMEDOUT, exit 3" eval 'rc_is 3 && err_has "(ETIMEDOUT)"'
+
 # --- the man page ---
 if command -v groff >/dev/null 2>&1 && [ -f "$manpage" ]; then
 	t_groff() { [ -z "$(groff -ww -man -z "$manpage" 2>&1)" ]; }
@@ -306,7 +357,7 @@ if command -v groff >/dev/null 2>&1 && [ -f "$manpage" ]; then
 		command -v man >/dev/null 2>&1 || return 0
 		w=$(MANWIDTH=80 man --warnings -l "$manpage" 2>&1 >"$tmp/man.txt")
 		[ -z "$w" ] && grep -q "EXIT STATUS" "$tmp/man.txt" &&
-			for c in list show create remove send recv watch features limits; do
+			for c in list show create remove send recv publish subscribe watch features limits; do
 				grep -q "^ *$c" "$tmp/man.txt" || return 1
 			done
 	}

@@ -189,6 +189,19 @@ static void explain(const char *what, const char *name, int err, int need)
 		fail(what, err, "the receiver of '%s' left: start one with 'lzchan recv %s'",
 		     name ? name : "?", name ? name : "?");
 		return;
+	case EPROTOTYPE: {
+		struct lzchan_chan_stat st;
+		bool ps = name && lzchan_stat(name, &st, NULL) == 0 &&
+			  (st.flags & LZCHAN_STAT_PUBSUB);
+
+		if (ps)
+			fail(what, err, "'%s' is a publish/subscribe channel: use 'lzchan "
+			     "publish %s' and 'lzchan subscribe %s'", name, name, name);
+		else
+			fail(what, err, "'%s' is a channel, not a publish/subscribe one: use "
+			     "'lzchan send' and 'lzchan recv'", name ? name : "?");
+		return;
+	}
 	case EPROTO:
 		fail(what, err, "'%s' in %s is not a valid lzchan channel file: remove it "
 		     "with 'lzchan remove %s'", name ? name : "?", shm_dir(), name ? name : "?");
@@ -416,6 +429,12 @@ static bool positional(int argc, char **argv, int min, int max, const char **nam
 
 static const char *rx_state(const struct lzchan_chan_stat *s)
 {
+	static char subs[24];
+
+	if (s->flags & LZCHAN_STAT_PUBSUB) {
+		snprintf(subs, sizeof(subs), "%u sub%s", s->receiver, s->receiver == 1 ? "" : "s");
+		return subs;
+	}
 	if (!s->receiver)
 		return "none";
 	return (s->rx_parked & 1) ? "parked" : "attached";
@@ -455,6 +474,8 @@ static int cmp_name(const void *a, const void *b)
 /* A channel's largest message, as libchan computes it (LZCHAN_MSG_MAX). */
 static unsigned long long max_msg(const struct lzchan_chan_stat *s)
 {
+	if (s->flags & LZCHAN_STAT_PUBSUB)
+		return s->slot_size - sizeof(struct lzchan_ps_slot);	/* one slot */
 	unsigned long long m = (unsigned long long)(s->slot_count - 1) * s->slot_size -
 			       sizeof(struct lzchan_slot_hdr);
 
@@ -465,6 +486,7 @@ static void json_chan(const struct lzchan_chan_stat *s)
 {
 	printf("{\"name\": ");
 	json_str(s->name);
+	printf(", \"kind\": \"%s\"", (s->flags & LZCHAN_STAT_PUBSUB) ? "pubsub" : "channel");
 	printf(", \"uid\": %u, \"gid\": %u, \"cuid\": %u, \"cgid\": %u, \"mode\": \"%04o\""
 	       ", \"numa_node\": %d, \"node_strict\": %s",
 	       s->uid, s->gid, s->cuid, s->cgid, s->mode, s->numa_node,
@@ -488,12 +510,17 @@ static void json_chan(const struct lzchan_chan_stat *s)
 	printf(", \"bytes\": %llu, \"hidden\": false, \"senders\": %u, \"receiver\": %s"
 	       ", \"receiver_parked\": %s"
 	       ", \"messages\": %llu, \"wakeups\": %llu, \"wake_requests\": %llu"
-	       ", \"sender_attaches\": %llu, \"peer_deaths\": %llu}",
+	       ", \"sender_attaches\": %llu, \"peer_deaths\": %llu",
 	       (unsigned long long)s->bytes, s->senders, s->receiver ? "true" : "false",
 	       s->receiver && (s->rx_parked & 1) ? "true" : "false",
 	       (unsigned long long)s->messages, (unsigned long long)s->wakeups,
 	       (unsigned long long)s->wake_requests, (unsigned long long)s->sender_attaches,
 	       (unsigned long long)s->peer_deaths);
+	if (s->flags & LZCHAN_STAT_PUBSUB)
+		printf(", \"publisher\": %s, \"subscribers\": %u}", s->senders ? "true" : "false",
+		       s->receiver);
+	else
+		printf("}");
 }
 
 static void fmt_node(const struct lzchan_chan_stat *s, char *buf, size_t len)
@@ -597,6 +624,90 @@ static bool lane_origin(const char *name, const struct lzchan_lane_stat *l, int 
 	       lzchan_stat_origin(name, (uint32_t)i, o, via) == 0;
 }
 
+static const char *sub_state(const struct lzchan_sub_stat *ss)
+{
+	if (ss->state == LZCHAN_LANE_ATTACHED && !ss->alive)
+		return "dead";
+	if (ss->state == LZCHAN_LANE_ATTACHED && ss->detached)
+		return "detached";
+	return lane_state(ss->state);
+}
+
+/* show, for a pub/sub channel: its subscribers, their lag and losses. */
+static int show_pubsub(const char *name, const struct lzchan_chan_stat *s, uint32_t backend,
+		       bool json)
+{
+	struct lzchan_sub_stat *ss;
+	char where[PATH_MAX + 16];
+	int n, i, first = 1;
+
+	ss = calloc(LZCHAN_SUBSCRIBERS_MAX, sizeof(*ss));
+	if (!ss) {
+		fail(name, ENOMEM, NULL);
+		return EXIT_FAILED;
+	}
+	n = lzchan_stat_subscribers(name, ss, LZCHAN_SUBSCRIBERS_MAX);
+	if (n > LZCHAN_SUBSCRIBERS_MAX)
+		n = LZCHAN_SUBSCRIBERS_MAX;
+	backend_where(backend, where, sizeof(where));
+	if (json) {
+		printf("{\"backend\": \"%s\", \"channel\": ", backend_str(backend));
+		json_chan(s);
+		printf(", \"subscribers\": ");
+		if (n < 0) {
+			printf("null");
+		} else {
+			printf("[");
+			for (i = 0; i < n; i++) {
+				if (ss[i].state == LZCHAN_LANE_FREE && !ss[i].gen)
+					continue;
+				printf("%s{\"place\": %d, \"state\": \"%s\", \"gen\": %u"
+				       ", \"alive\": %s, \"position\": %llu, \"lag\": %llu"
+				       ", \"lost\": %llu}", first ? "" : ", ", i, sub_state(&ss[i]),
+				       ss[i].gen, ss[i].alive ? "true" : "false",
+				       (unsigned long long)ss[i].pos, (unsigned long long)ss[i].lag,
+				       (unsigned long long)ss[i].lost);
+				first = 0;
+			}
+			printf("]");
+		}
+		printf("}\n");
+		free(ss);
+		return 0;
+	}
+	printf("name:            %s (publish/subscribe)\n", s->name);
+	printf("backend:         %s\n", where);
+	printf("owner:           uid %u gid %u\n", s->uid, s->gid);
+	printf("mode:            %04o\n", s->mode);
+	printf("slots:           %u x %u bytes, one ring\n", s->slot_count, s->slot_size);
+	printf("largest message: %llu bytes (one slot)\n", max_msg(s));
+	printf("memory:          %llu bytes\n", (unsigned long long)s->bytes);
+	if (s->flags & LZCHAN_STAT_HIDDEN) {
+		printf("activity:        hidden (you may not read this channel)\n");
+		free(ss);
+		return 0;
+	}
+	printf("publisher:       %s\n", s->senders ? "attached" : "none");
+	printf("subscribers:     %u attached\n", s->receiver);
+	printf("messages:        %llu\n", (unsigned long long)s->messages);
+	printf("wakeups:         %llu\n", (unsigned long long)s->wakeups);
+	if (n < 0) {
+		printf("places:          unavailable (%s)\n", errname(-n));
+	} else {
+		printf("%6s %-9s %6s %14s %12s %12s\n", "PLACE", "STATE", "GEN", "POSITION", "LAG",
+		       "LOST");
+		for (i = 0; i < n; i++) {
+			if (ss[i].state == LZCHAN_LANE_FREE && !ss[i].gen)
+				continue;
+			printf("%6d %-9s %6u %14llu %12llu %12llu\n", i, sub_state(&ss[i]), ss[i].gen,
+			       (unsigned long long)ss[i].pos, (unsigned long long)ss[i].lag,
+			       (unsigned long long)ss[i].lost);
+		}
+	}
+	free(ss);
+	return 0;
+}
+
 static int cmd_show(int argc, char **argv)
 {
 	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
@@ -626,6 +737,8 @@ static int cmd_show(int argc, char **argv)
 		explain(name, name, -ret, 0);
 		return EXIT_FAILED;
 	}
+	if (s.flags & LZCHAN_STAT_PUBSUB)
+		return show_pubsub(name, &s, backend, json);
 	if (s.max_senders) {
 		lanes = calloc(s.max_senders, sizeof(*lanes));
 		if (!lanes) {
@@ -747,18 +860,51 @@ static int cmd_create(int argc, char **argv)
 		{ "node", required_argument, NULL, 'n' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "exist-ok", no_argument, NULL, 'e' },
+		{ "pubsub", no_argument, NULL, 'p' },
+		{ "subscribers", required_argument, NULL, 'u' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "stall", required_argument, NULL, 'T' },
 		HELP_OPT, { 0 }
 	};
 	struct lzchan_opts o;
+	struct lzchan_ps_opts po;
 	const char *name;
-	bool exist_ok = false, strict = false, node_set = false;
+	bool exist_ok = false, strict = false, node_set = false, pubsub = false;
+	bool lanes_set = false, ps_set = false, size_set = false;
 	uint64_t v;
 	int c, ret;
 
 	lzchan_opts_init(&o);
+	lzchan_ps_opts_init(&po);
 	reset_opts();
 	while ((c = next_opt(argc, argv, "s:b:l:m:n:Seh", lo)) != -1) {
 		switch (c) {
+		case 'p':
+			pubsub = true;
+			break;
+		case 'u':
+			if (!parse_u32_opt("--subscribers", optarg, 1, LZCHAN_SUBSCRIBERS_MAX,
+					   &po.max_subscribers))
+				return EXIT_USAGE;
+			ps_set = true;
+			break;
+		case 'P':
+			if (!strcmp(optarg, "overwrite")) {
+				po.policy = LZCHAN_PS_OVERWRITE;
+			} else if (!strcmp(optarg, "backpressure") || !strcmp(optarg, "back-pressure")) {
+				po.policy = LZCHAN_PS_BACKPRESSURE;
+			} else {
+				usage_error("--policy '%s' is neither 'overwrite' nor 'backpressure'",
+					    optarg);
+				return EXIT_USAGE;
+			}
+			ps_set = true;
+			break;
+		case 'T':
+			if (!parse_u32_opt("--stall", optarg, 0, UINT32_MAX, &po.stall_ms))
+				return EXIT_USAGE;
+			ps_set = true;
+			break;
 		case 's':
 			if (!parse_u32_opt("--slots", optarg, LZCHAN_SLOT_COUNT_MIN,
 					   LZCHAN_SLOT_COUNT_MAX, &o.slot_count))
@@ -776,11 +922,13 @@ static int cmd_create(int argc, char **argv)
 				usage_error("--slot-size %u is not a power of two", o.slot_size);
 				return EXIT_USAGE;
 			}
+			size_set = true;
 			break;
 		case 'l':
 			if (!parse_u32_opt("--lanes", optarg, 1, LZCHAN_SENDERS_MAX,
 					   &o.max_senders))
 				return EXIT_USAGE;
+			lanes_set = true;
 			break;
 		case 'm':
 			if (!parse_u64(optarg, 8, 0777, &v)) {
@@ -820,7 +968,25 @@ static int cmd_create(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	o.node_strict = strict;
-	ret = lzchan_create(name, &o, exist_ok ? 0 : LZCHAN_EXCL);
+	if (pubsub && lanes_set) {
+		usage_error("--lanes is a channel's; a pub/sub channel has --subscribers");
+		return EXIT_USAGE;
+	}
+	if (!pubsub && ps_set) {
+		usage_error("--subscribers, --policy and --stall need --pubsub");
+		return EXIT_USAGE;
+	}
+	if (pubsub) {
+		po.slot_count = o.slot_count;
+		if (size_set)
+			po.slot_size = o.slot_size;
+		po.mode = o.mode;
+		po.numa_node = o.numa_node;
+		po.node_strict = o.node_strict;
+		ret = lzchan_ps_create(name, &po, exist_ok ? 0 : LZCHAN_EXCL);
+	} else {
+		ret = lzchan_create(name, &o, exist_ok ? 0 : LZCHAN_EXCL);
+	}
 	if (ret < 0) {
 		if (ret == -EINVAL && node_set)
 			fail(name, -ret, "node %d does not exist or has no memory "
@@ -879,7 +1045,8 @@ static int send_one(struct lzchan *ch, const char *name, const void *buf, size_t
 	return 0;
 }
 
-static int cmd_send(int argc, char **argv)
+/* send, and publish (@publish: as a pub/sub channel's publisher). */
+static int send_cmd(int argc, char **argv, const char *cmd, bool publish)
 {
 	static const struct option lo[] = {
 		{ "records", no_argument, NULL, 'r' },
@@ -904,13 +1071,13 @@ static int cmd_send(int argc, char **argv)
 			if (!parse_ms(optarg, &timeout_ns))
 				return EXIT_USAGE;
 		} else if (c == 'h')
-			return help_for("send", stdout);
+			return help_for(cmd, stdout);
 		else
 			return EXIT_USAGE;
 	}
 	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
 		return EXIT_USAGE;
-	ret = lzchan_open(&ch, name, LZCHAN_SENDER, NULL);
+	ret = lzchan_open(&ch, name, publish ? LZCHAN_PUBLISHER : LZCHAN_SENDER, NULL);
 	if (ret < 0) {
 		explain(name, name, -ret, 'w');
 		return EXIT_FAILED;
@@ -991,7 +1158,7 @@ static int cmd_send(int argc, char **argv)
 			break;
 	}
 	free(buf);
-	if (!rc) {
+	if (!rc && !publish) {
 		/* Status 0 means a receiver took it all (or none has come
 		 * yet: then it waits for one), never that a receiver that
 		 * went away was written to. */
@@ -1013,6 +1180,16 @@ read_error:
 	free(buf);
 	lzchan_close(ch);
 	return EXIT_FAILED;
+}
+
+static int cmd_send(int argc, char **argv)
+{
+	return send_cmd(argc, argv, "send", false);
+}
+
+static int cmd_publish(int argc, char **argv)
+{
+	return send_cmd(argc, argv, "publish", true);
 }
 
 /* ---- recv ---- */
@@ -1219,6 +1396,156 @@ static int cmd_recv(int argc, char **argv)
 		goto write_error;
 	free(buf);
 	free(named);
+	lzchan_close(ch);
+	return rc;
+
+write_error:
+	fail("writing stdout", errno ? errno : EIO, NULL);
+	free(buf);
+	lzchan_close(ch);
+	return EXIT_FAILED;
+}
+
+/* ---- subscribe ---- */
+
+static int cmd_subscribe(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "count", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "records", no_argument, NULL, 'r' },
+		{ "history", required_argument, NULL, 'H' },
+		HELP_OPT, { 0 }
+	};
+	const int64_t slice_ns = 100 * 1000000LL;	/* check for signals */
+	struct lzchan_geom g;
+	struct lzchan *ch;
+	const char *name;
+	bool records = false;
+	int64_t timeout_ns = -1;
+	uint64_t want = 0, got = 0, lost_all = 0, lost;
+	uint32_t history = 0;
+	char *buf;
+	int c, ret, rc = 0;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "c:t:rh", lo)) != -1) {
+		switch (c) {
+		case 'c':
+			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
+				usage_error("--count '%s' is not a positive whole number", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (!parse_ms(optarg, &timeout_ns))
+				return EXIT_USAGE;
+			break;
+		case 'r':
+			records = true;
+			break;
+		case 'H':
+			if (!parse_u32_opt("--history", optarg, 0, UINT32_MAX, &history))
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			return help_for("subscribe", stdout);
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	ret = lzchan_subscribe(&ch, name, history, 0);
+	if (ret < 0) {
+		explain(name, name, -ret, 'r');
+		return EXIT_FAILED;
+	}
+	lzchan_geometry(ch, &g);
+	buf = malloc(g.max_msg ? g.max_msg : 1);
+	if (!buf) {
+		fail(name, ENOMEM, NULL);
+		lzchan_close(ch);
+		return EXIT_FAILED;
+	}
+	catch_signals();
+	while (!want || got < want) {
+		uint64_t start = now_ns();
+
+		ret = lzchan_recv(ch, buf, g.max_msg, NULL);
+		if (ret == -EAGAIN) {
+			if (fflush(stdout))
+				goto write_error;
+			for (;;) {
+				int64_t left = slice_ns;
+
+				if (stop)
+					break;
+				if (timeout_ns >= 0) {
+					int64_t spent = now_ns() - start;
+
+					if (spent >= timeout_ns) {
+						ret = -ETIMEDOUT;
+						break;
+					}
+					if (timeout_ns - spent < left)
+						left = timeout_ns - spent;
+				}
+				ret = lzchan_recv_wait(ch, buf, g.max_msg, NULL, left);
+				if (ret != -ETIMEDOUT)
+					break;
+			}
+			if (stop)
+				break;
+		}
+		if (ret >= 0) {
+			if (!write_msg(buf, ret, records))
+				goto write_error;
+			got++;
+			continue;
+		}
+		if (ret == -EOVERFLOW && lzchan_lost(ch, &lost) == 0) {
+			/* Said, not failed: the stream goes on from the
+			 * oldest message still there. */
+			lost_all += lost;
+			fprintf(stderr, "lzchan subscribe: %s: %llu message%s lost (overwritten "
+				"before read; %llu so far)\n", name, (unsigned long long)lost,
+				lost == 1 ? "" : "s", (unsigned long long)lost_all);
+			continue;
+		}
+		if (ret == -EPIPE) {
+			if (lzchan_end_cause(ch, 0) == LZCHAN_END_LOST) {
+				fail(name, EPIPE, "the publisher died (what it published was "
+				     "received)");
+				rc = EXIT_FAILED;
+			}
+			break;		/* the publisher finished: end of stream */
+		}
+		if (ret == -ECONNRESET) {
+			fail(name, ECONNRESET, "detached: this subscriber stood still longer "
+			     "than the channel's stall time while the publisher waited");
+			rc = EXIT_FAILED;
+			break;
+		}
+		if (ret == -EBADMSG) {
+			fail(name, EBADMSG, "a slot held something that is not a message; "
+			     "skipped");
+			rc = EXIT_FAILED;
+			continue;
+		}
+		if (ret == -ETIMEDOUT) {
+			fail(name, ETIMEDOUT, "no message within --timeout (%llu received)",
+			     (unsigned long long)got);
+			rc = EXIT_TIMEOUT;
+			break;
+		}
+		explain(name, name, -ret, 'r');
+		rc = EXIT_FAILED;
+		break;
+	}
+	if (fflush(stdout))
+		goto write_error;
+	free(buf);
 	lzchan_close(ch);
 	return rc;
 
@@ -1551,7 +1878,9 @@ static const struct cmd cmds[] = {
 	  "  --json   one JSON object: backend, channel, lanes[] (null on dev)\n" },
 	{ "create", NULL, cmd_create,
 	  "create NAME [--slots N] [--slot-size B] [--lanes N] [--mode OCTAL]\n"
-	  "              [--node N|local [--strict]] [--exist-ok]",
+	  "              [--node N|local [--strict]] [--exist-ok]\n"
+	  "              [--pubsub [--subscribers N] [--policy overwrite|backpressure]\n"
+	  "              [--stall MS]]",
 	  "Create a channel without attaching to it.\n"
 	  "  --slots N       slots per lane, a power of two in 2..16777216 (1024)\n"
 	  "  --slot-size B   bytes per slot, a power of two in 64..65536 (64)\n"
@@ -1561,7 +1890,17 @@ static const struct cmd cmds[] = {
 	  "  --node N        NUMA node of the memory, or 'local' (the default)\n"
 	  "  --strict        only that node's memory, else fail with ENOMEM\n"
 	  "  --exist-ok      an existing channel of that name is not an error\n"
-	  "The largest message is (slots - 1) x slot size - 8 bytes.\n" },
+	  "  --pubsub        a publish/subscribe channel: one publisher, many\n"
+	  "                  subscribers, each getting every message (shm backend);\n"
+	  "                  slot size 256 unless given\n"
+	  "  --subscribers N most subscribers at once, 1..4096 (1024)\n"
+	  "  --policy P      overwrite (the publisher never waits; a subscriber a ring\n"
+	  "                  behind is told how many it lost) or backpressure (the\n"
+	  "                  publisher waits for the slowest) (overwrite)\n"
+	  "  --stall MS      backpressure: detach a subscriber the publisher waited on\n"
+	  "                  MS ms, 0 never (1000)\n"
+	  "The largest message is (slots - 1) x slot size - 8 bytes; a pub/sub\n"
+	  "channel's is slot size - 16 (a message fits one slot).\n" },
 	{ "remove", "rm", cmd_remove, "remove NAME",
 	  "Remove a channel's name; processes attached keep using it until they\n"
 	  "close.  Allowed to its owner or creator (dev: or CAP_SYS_ADMIN).\n" },
@@ -1595,6 +1934,26 @@ static const struct cmd cmds[] = {
 	  "  --publish-every N  publish the read position every N slots\n"
 	  "A sender that died, or was cut off (a remote one, through lzchan-bridged),\n"
 	  "is named on stderr when its lane ends.\n" },
+	{ "publish", NULL, cmd_publish, "publish NAME [--records] [--timeout MS]",
+	  "Publish stdin to a pub/sub channel (create --pubsub), as its one\n"
+	  "publisher: each line (or with --records each length-prefixed record) is\n"
+	  "one message, which every subscriber gets.  Overwrite: never waits;\n"
+	  "backpressure: waits for room (the slowest subscriber).  Ends at the end\n"
+	  "of stdin (subscribers then see the end of the stream).\n"
+	  "  --records     length-prefixed records instead of lines\n"
+	  "  --timeout MS  wait at most MS ms for room per message, else exit 3\n" },
+	{ "subscribe", "sub", cmd_subscribe,
+	  "subscribe NAME [--count N] [--timeout MS] [--records] [--history N]",
+	  "Receive a pub/sub channel's messages to stdout as one of its\n"
+	  "subscribers, from the newest on: each message then a newline, or with\n"
+	  "--records the 4-byte little-endian length then the bytes.  Messages lost\n"
+	  "(overwritten before read) are counted on stderr and the stream goes on.\n"
+	  "Runs until --count, the publisher's end, --timeout, or SIGINT/SIGTERM.\n"
+	  "A publisher that died is exit 1; a clean end exit 0.\n"
+	  "  --count N     stop after N messages\n"
+	  "  --timeout MS  give up after MS ms without a message: exit 3\n"
+	  "  --records     length-prefixed records instead of lines\n"
+	  "  --history N   start up to N messages before the newest still there\n" },
 	{ "watch", NULL, cmd_watch,
 	  "watch [NAME] [--interval S] [--iterations N] [--json]",
 	  "A refreshing view of message and wakeup rates per channel, like top\n"
