@@ -361,15 +361,16 @@ int lzchan_stat(const char *name, struct lzchan_chan_stat *st, uint32_t *backend
 	return ret == -ENOTSUP ? -ENOENT : ret;
 }
 
-int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n)
+/* lzchan_stat_lanes() (@ls) and lzchan_stat_subscribers() (@ss): up to @n
+ * rows of the shm file of @name; the dev backend shows neither. */
+static int __lz_stat_rows(const char *name, struct lzchan_lane_stat *ls,
+			  struct lzchan_sub_stat *ss, unsigned int n)
 {
 	struct lzchan_lane_stat none;
 	struct lzchan_chan_stat st;
 	char path[PATH_MAX];
 	int fd, ret;
 
-	if (!ls && n)
-		return -EINVAL;
 	ret = __lzchan_name_check(name);
 	if (ret)
 		return ret;
@@ -383,33 +384,27 @@ int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned in
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	/* ls NULL: only the count is wanted (n is 0: nothing is written). */
-	ret = __lz_shm_describe(AT_FDCWD, path, name, &st, ls ? ls : &none, n, NULL, 0);
+	/* NULL rows: only the count is wanted (n is 0: nothing is written). */
+	if (ss)
+		ret = __lz_shm_describe(AT_FDCWD, path, name, &st, NULL, 0, ss, n);
+	else
+		ret = __lz_shm_describe(AT_FDCWD, path, name, &st, ls ? ls : &none, n, NULL, 0);
 	return ret == -ENOTSUP ? -ENOENT : ret;
+}
+
+int lzchan_stat_lanes(const char *name, struct lzchan_lane_stat *ls, unsigned int n)
+{
+	if (!ls && n)
+		return -EINVAL;
+	return __lz_stat_rows(name, ls, NULL, n);
 }
 
 int lzchan_stat_subscribers(const char *name, struct lzchan_sub_stat *ss, unsigned int n)
 {
 	struct lzchan_sub_stat none;
-	struct lzchan_chan_stat st;
-	char path[PATH_MAX];
-	int fd, ret;
 
 	if (!ss && n)
 		return -EINVAL;
-	ret = __lzchan_name_check(name);
-	if (ret)
-		return ret;
-	fd = __lzchan_pick();
-	if (fd >= 0) {
-		close(fd);
-		return -EOPNOTSUPP;	/* the module makes no pub/sub channels yet */
-	}
-	if (fd != -ENOENT)
-		return fd;
-	ret = __lzchan_shm_path(path, sizeof(path), name);
-	if (ret)
-		return ret;
-	ret = __lz_shm_describe(AT_FDCWD, path, name, &st, NULL, 0, ss ? ss : &none, n);
-	return ret == -ENOTSUP ? -ENOENT : ret;
+	/* The module makes no pub/sub channels yet: -EOPNOTSUPP there too. */
+	return __lz_stat_rows(name, NULL, ss ? ss : &none, n);
 }

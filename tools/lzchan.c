@@ -1194,6 +1194,52 @@ static int cmd_publish(int argc, char **argv)
 
 /* ---- recv ---- */
 
+#define NEXT_WRITE_ERROR	INT_MIN		/* stdout could not be flushed */
+#define NEXT_STOPPED		(INT_MIN + 1)	/* SIGINT or SIGTERM */
+
+/*
+ * recv and subscribe: the next message into @buf, as lzchan_recv()
+ * returns it; with nothing there, what was written so far goes out and we
+ * wait (lzchan_recv_wait()) in slices of 100 ms, to see SIGINT/SIGTERM,
+ * for at most @timeout_ns (-1: forever; then -ETIMEDOUT).
+ */
+static int next_msg(struct lzchan *ch, char *buf, uint32_t cap, uint32_t *lane,
+		    int64_t timeout_ns)
+{
+	const int64_t slice_ns = 100 * 1000000LL;
+	uint64_t start = now_ns();
+	int ret;
+
+	/* Stopped: before taking another message (one taken is written). */
+	if (stop)
+		return NEXT_STOPPED;
+	ret = lzchan_recv(ch, buf, cap, lane);
+	if (ret != -EAGAIN)
+		return ret;
+	/* About to wait: what was received is on its way. */
+	if (fflush(stdout))
+		return NEXT_WRITE_ERROR;
+	for (;;) {
+		int64_t left = slice_ns;
+
+		if (stop)
+			return NEXT_STOPPED;
+		if (timeout_ns >= 0) {
+			int64_t spent = now_ns() - start;
+
+			if (spent >= timeout_ns)
+				return -ETIMEDOUT;
+			if (timeout_ns - spent < left)
+				left = timeout_ns - spent;
+		}
+		ret = lzchan_recv_wait(ch, buf, cap, lane, left);
+		if (ret == -EINTR && stop)
+			return NEXT_STOPPED;
+		if (ret != -ETIMEDOUT)
+			return ret;
+	}
+}
+
 static bool write_msg(const void *data, size_t len, bool records)
 {
 	if (records) {
@@ -1249,7 +1295,6 @@ static int cmd_recv(int argc, char **argv)
 		{ "who", no_argument, NULL, 'w' },
 		HELP_OPT, { 0 }
 	};
-	const int64_t slice_ns = 100 * 1000000LL;	/* check for signals */
 	uint8_t *named = NULL;		/* --who: lanes whose sender was named */
 	bool who = false;
 	struct lzchan_opts o;
@@ -1322,36 +1367,13 @@ static int cmd_recv(int argc, char **argv)
 	catch_signals();
 
 	while (!want || got < want) {
-		uint64_t start = now_ns();
 		uint32_t lane;
 
-		ret = lzchan_recv(ch, buf, g.max_msg, &lane);
-		if (ret == -EAGAIN) {
-			/* About to wait: what was received is on its way. */
-			if (fflush(stdout))
-				goto write_error;
-			for (;;) {
-				int64_t left = slice_ns;
-
-				if (stop)
-					break;
-				if (timeout_ns >= 0) {
-					int64_t spent = now_ns() - start;
-
-					if (spent >= timeout_ns) {
-						ret = -ETIMEDOUT;
-						break;
-					}
-					if (timeout_ns - spent < left)
-						left = timeout_ns - spent;
-				}
-				ret = lzchan_recv_wait(ch, buf, g.max_msg, &lane, left);
-				if (ret != -ETIMEDOUT)
-					break;
-			}
-			if (stop)
-				break;
-		}
+		ret = next_msg(ch, buf, g.max_msg, &lane, timeout_ns);
+		if (ret == NEXT_WRITE_ERROR)
+			goto write_error;
+		if (ret == NEXT_STOPPED)
+			break;
 		if (ret >= 0) {
 			if (who && lane < g.max_senders && !named[lane]) {
 				named[lane] = 1;
@@ -1417,7 +1439,6 @@ static int cmd_subscribe(int argc, char **argv)
 		{ "history", required_argument, NULL, 'H' },
 		HELP_OPT, { 0 }
 	};
-	const int64_t slice_ns = 100 * 1000000LL;	/* check for signals */
 	struct lzchan_geom g;
 	struct lzchan *ch;
 	const char *name;
@@ -1470,34 +1491,11 @@ static int cmd_subscribe(int argc, char **argv)
 	}
 	catch_signals();
 	while (!want || got < want) {
-		uint64_t start = now_ns();
-
-		ret = lzchan_recv(ch, buf, g.max_msg, NULL);
-		if (ret == -EAGAIN) {
-			if (fflush(stdout))
-				goto write_error;
-			for (;;) {
-				int64_t left = slice_ns;
-
-				if (stop)
-					break;
-				if (timeout_ns >= 0) {
-					int64_t spent = now_ns() - start;
-
-					if (spent >= timeout_ns) {
-						ret = -ETIMEDOUT;
-						break;
-					}
-					if (timeout_ns - spent < left)
-						left = timeout_ns - spent;
-				}
-				ret = lzchan_recv_wait(ch, buf, g.max_msg, NULL, left);
-				if (ret != -ETIMEDOUT)
-					break;
-			}
-			if (stop)
-				break;
-		}
+		ret = next_msg(ch, buf, g.max_msg, NULL, timeout_ns);
+		if (ret == NEXT_WRITE_ERROR)
+			goto write_error;
+		if (ret == NEXT_STOPPED)
+			break;
 		if (ret >= 0) {
 			if (!write_msg(buf, ret, records))
 				goto write_error;
