@@ -57,6 +57,8 @@ struct __lzchan_ps {
 	bool fence_each;		/* no asymmetric barrier: fence each publish */
 	bool waiting;			/* back-pressure: refused since the last
 					 * room found (the stall clocks run) */
+	uint32_t scan_seq;		/* pub->scan_seq as we last stored it */
+	uint32_t *seen_gen;		/* ... and the generation they were of */
 	bool reserved;
 	uint32_t resv_len;
 	uint64_t *seen_pos;		/* back-pressure: each place's position ... */
@@ -193,6 +195,33 @@ static uint64_t __ps_slowest(const struct __lzchan_ps *ps, uint32_t skip, uint64
 	return min;
 }
 
+/*
+ * Back-pressure: the earliest position a joiner may start at, looked at
+ * after its seq_cst stores of position and status.  The publisher may
+ * write up to the room of its last finished scan (room_floor plus a ring)
+ * and, during a scan in progress that may miss us, up to that scan's
+ * least position plus a ring, which is at most its tail then (scan_at).
+ * A scan whose odd scan_seq store comes after our load of it loads our
+ * place after our stores, and sees us.  So: no scan in progress and the
+ * same count after -- start no earlier than the floor; one in progress --
+ * no earlier than its tail; a scan finished meanwhile -- no earlier than
+ * the tail now, at least any scan's tail.  Seq_cst loads: after our
+ * stores in the single order; pairs with the publisher's seq_cst stores
+ * of scan_seq (__ps_room()), which also publish scan_at and room_floor.
+ */
+static uint64_t __ps_join_floor(const struct __lzchan_ps *ps)
+{
+	uint32_t seq = __atomic_load_n(&ps->pub->scan_seq, __ATOMIC_SEQ_CST);
+	uint64_t v;
+
+	if (seq & 1)
+		return __atomic_load_n(&ps->pub->scan_at, __ATOMIC_SEQ_CST);
+	v = __atomic_load_n(&ps->pub->room_floor, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ps->pub->scan_seq, __ATOMIC_SEQ_CST) == seq)
+		return v;
+	return __lz_load_acq(&ps->pub->tail);	/* pairs with its release */
+}
+
 static uint32_t __ps_next_place;
 
 static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t history)
@@ -220,6 +249,10 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 			ps->tail++;
 		ps->room_end = ps->tail;	/* back-pressure: look first */
 		__ps_gate(ps);
+		/* Our scans count on from the file's (even: one that died
+		 * mid-scan left it odd). */
+		ps->scan_seq = (__lz_load(&ps->pub->scan_seq) + 1) & ~1U;
+		__atomic_store_n(&ps->pub->scan_seq, ps->scan_seq, __ATOMIC_SEQ_CST);
 		/* Subscribers parked before we came are woken by our first
 		 * publish. */
 		ps->sleepers_seen = __lz_load(&ps->wake->sleepers) - 1;
@@ -246,30 +279,17 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		st = __lz_load(&s->status);
 		ps->gen = LZCHAN_STATUS_GEN(st) + 1;
 		at = __ps_join_at(ps, history);
-		/*
-		 * Back-pressure: the publisher may write up to its room,
-		 * which it took from the slowest position it saw plus a
-		 * ring.  Our position and status are stored (seq_cst), then
-		 * the others' positions are read (seq_cst): either its scan
-		 * sees us, or we see every position it saw, and starting no
-		 * earlier than their slowest we are never overwritten before
-		 * its next scan, which sees us.
-		 */
+		/* Our position and status first (seq_cst): a scan that
+		 * begins after our look below sees us. */
 		__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
 		__lz_store(&s->lost, 0);
 		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
 				 __ATOMIC_SEQ_CST);
 		if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
-			/* The room a scan that missed us gave is the least of
-			 * its position (scan_at, stored before its loads) and
-			 * those it saw, plus a ring: start no earlier. */
-			uint64_t slow = __ps_slowest(ps, i, UINT64_MAX);
-			uint64_t scan = __atomic_load_n(&ps->pub->scan_at, __ATOMIC_SEQ_CST);
+			uint64_t floor = __ps_join_floor(ps);
 
-			if (scan < slow)
-				slow = scan;
-			if (slow > at) {
-				at = slow;
+			if (floor > at) {
+				at = floor;
 				__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
 			}
 		}
@@ -316,7 +336,8 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 	if (ch->f.role == LZCHAN_PUBLISHER) {
 		ps->seen_pos = calloc(hdr->max_subscribers, sizeof(*ps->seen_pos));
 		ps->seen_ns = calloc(hdr->max_subscribers, sizeof(*ps->seen_ns));
-		if (!ps->seen_pos || !ps->seen_ns)
+		ps->seen_gen = calloc(hdr->max_subscribers, sizeof(*ps->seen_gen));
+		if (!ps->seen_pos || !ps->seen_ns || !ps->seen_gen)
 			return -ENOMEM;
 	}
 	ch->numa_node = hdr->numa_node;
@@ -389,12 +410,12 @@ static void __ps_wake_all(struct __lzchan_ps *ps)
  * call, -ECONNRESET); one whose lock is free has died, and its place is
  * closed.  Either way the others go on.
  */
-static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
+static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, bool force)
 {
 	uint64_t now = 0, min = ps->tail;	/* nobody attached: a ring of room */
 	uint32_t i;
 
-	if (p < ps->room_end)
+	if (p < ps->room_end && !force)
 		return true;
 	/* A new wait: the stall clocks start now, not at an earlier wait
 	 * (a publisher that comes back late has not waited meanwhile). */
@@ -402,9 +423,10 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 		memset(ps->seen_ns, 0, ps->max_subs * sizeof(*ps->seen_ns));
 		ps->waiting = true;
 	}
-	/* Seq_cst, before the loads below: a joiner that this scan misses
-	 * loads it after, and starts no earlier (__ps_claim()). */
+	/* A scan in progress, its tail, then the loads (seq_cst, all): a
+	 * joiner this scan misses starts no earlier (__ps_join_floor()). */
 	__atomic_store_n(&ps->pub->scan_at, ps->tail, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ps->pub->scan_seq, ++ps->scan_seq, __ATOMIC_SEQ_CST);
 	for (i = 0; i < ps->max_subs; i++) {
 		struct lzchan_ps_sub *s = __ps_sub(ps, i);
 		uint64_t st, pos;
@@ -425,9 +447,13 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 		/* In the way.  Has it moved since we last looked? */
 		if (!now)
 			now = __lzchan_now_ns();
-		if (pos != ps->seen_pos[i] || !ps->seen_ns[i]) {
+		/* Its clock restarts when it moves, and for a new
+		 * subscriber in the place. */
+		if (pos != ps->seen_pos[i] || !ps->seen_ns[i] ||
+		    ps->seen_gen[i] != LZCHAN_STATUS_GEN(st)) {
 			ps->seen_pos[i] = pos;
 			ps->seen_ns[i] = now;
+			ps->seen_gen[i] = LZCHAN_STATUS_GEN(st);
 		}
 		/* Dead (its lock free, looked at once it stood still for
 		 * a while): its place closes, as the module's release()
@@ -449,7 +475,10 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p)
 		if (pos < min)
 			min = pos;
 	}
-	/* One pass: the slowest position of those still attached. */
+	/* One pass: the slowest position of those still attached.  Its
+	 * floor, then the scan over (seq_cst: see __ps_join_floor()). */
+	__atomic_store_n(&ps->pub->room_floor, min, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ps->pub->scan_seq, ++ps->scan_seq, __ATOMIC_SEQ_CST);
 	ps->room_end = min + ps->slot_count;
 	__ps_gate(ps);
 	if (p >= ps->room_end)
@@ -470,7 +499,7 @@ static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
 	if (__lzchan_cut(&ch->f))
 		return -EIO;
 	if (ps->policy == LZCHAN_PS_BACKPRESSURE && ps->tail >= ps->room_end &&
-	    !__ps_room(ch, ps, ps->tail))
+	    !__ps_room(ch, ps, ps->tail, false))
 		return -EAGAIN;
 	return 0;
 }
@@ -605,7 +634,7 @@ int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 		/* The dead are let go (and, with back-pressure, the
 		 * stalled), as a full ring lets them go: every place
 		 * behind the tail counts as in the way. */
-		(void)__ps_room(ch, ps, ps->tail + ps->slot_count - 1);
+		(void)__ps_room(ch, ps, ps->tail + ps->slot_count - 1, true);
 		if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
 			return -ETIMEDOUT;
 		if (__lzchan_woken(ch))
@@ -646,15 +675,13 @@ static int __ps_lapped(struct __lzchan_ps *ps, uint64_t q, uint64_t at)
 		next = t - ps->slot_count;
 	if (at >= ps->slot_count && at - ps->slot_count + 1 > next)
 		next = at - ps->slot_count + 1;
-	lost = next - q;
+	/* Views still held, [pos, q), were overwritten before q was (the
+	 * publisher writes in order): lost too, and released (their
+	 * lzchan_release_check() says -ESTALE, counted here). */
+	lost = next - ps->pos;
 	ps->lost += lost;
 	ps->lost_total += lost;
-	/* Views still held (before q) stay held: their release says
-	 * whether they were overwritten (lzchan_release_check(), which
-	 * counts those).  None held: the position moves on too. */
-	if (ps->pos == q)
-		ps->pos = next;
-	ps->peek = next;
+	ps->pos = ps->peek = next;
 	/* Relaxed: statistics. */
 	__lz_store(&ps->me->lost, ps->lost_total);
 	__ps_publish_pos(ps, true);
@@ -885,9 +912,7 @@ static bool __ps_view_end(const struct __lzchan_ps *ps, const struct lzchan_msg 
 int __lzchan_ps_release_check(struct lzchan *ch, const struct lzchan_msg *m)
 {
 	struct __lzchan_ps *ps = ch->ps;
-	const struct lzchan_ps_slot *s;
-	uint64_t end;
-	bool intact;
+	uint64_t end, p, stale = 0;
 
 	if (ch->f.role != LZCHAN_SUBSCRIBER)
 		return -EBADF;
@@ -895,16 +920,21 @@ int __lzchan_ps_release_check(struct lzchan *ch, const struct lzchan_msg *m)
 		return -EINVAL;
 	if (!__ps_view_end(ps, m, &end))
 		return -ESTALE;		/* released already, or lost to a lap */
-	s = __ps_slot(ps, end - 1);
-	intact = __ps_intact(s, end - 1) && !__lzchan_cut(&ch->f);
+	/* Every view it releases, [pos, end): the publisher overwrites in
+	 * order, so the stale ones are those before the first intact one,
+	 * and the oldest intact means all are. */
+	for (p = ps->pos; p < end && !__ps_intact(__ps_slot(ps, p), p); p++)
+		stale++;
+	if (__lzchan_cut(&ch->f))
+		stale = end - ps->pos;	/* read from the replacement's zeros */
 	ps->pos = end;
 	__ps_publish_pos(ps, ps->pos == ps->peek);
-	if (intact)
+	if (!stale)
 		return 0;
-	/* Overwritten while held: what was read of it is not to be
-	 * trusted, and it counts as lost. */
-	ps->lost++;
-	ps->lost_total++;
+	/* Overwritten while held: what was read of them is not to be
+	 * trusted, and they count as lost. */
+	ps->lost += stale;
+	ps->lost_total += stale;
 	__lz_store(&ps->me->lost, ps->lost_total);	/* relaxed: statistics */
 	return -ESTALE;
 }
@@ -1117,6 +1147,7 @@ void __lzchan_ps_close(struct lzchan *ch, bool clean)
 	}
 	free(ps->seen_pos);
 	free(ps->seen_ns);
+	free(ps->seen_gen);
 	free(ps);
 	ch->ps = NULL;
 }

@@ -107,7 +107,7 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 			return -errno;
 		if (!S_ISREG(st.st_mode))
 			return -ENOTSUP;
-		if (ls)
+		if (ls || ss)
 			return ret;	/* typically -EACCES */
 		goto owner_only;
 	}
@@ -135,8 +135,15 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 		}
 		goto owner_only;
 	}
-	if (ret == 1 || (ret == 0 && ss))
-		ret = -EPROTOTYPE;	/* the other kind than asked for */
+	/* The other kind than asked for -- if it is a valid one at all. */
+	if (ret == 1) {
+		struct lzchan_chan_stat tmp;
+
+		ret = __lzchan_ps_describe(fd, &h, st.st_size, &tmp, NULL, 0);
+		ret = ret < 0 ? ret : -EPROTOTYPE;
+	} else if (ret == 0 && ss) {
+		ret = -EPROTOTYPE;
+	}
 	if (ret) {
 		close(fd);
 		if (ls || ss)

@@ -598,10 +598,14 @@ struct lzchan_ps_pub {
 	__u64 tail;			/* positions published: every position
 					 * below it was made ready (release,
 					 * after the slot's seq) */
-	__u64 scan_at;			/* back-pressure: the position the
-					 * publisher last looked for room at
-					 * (a joiner starts no earlier) */
-	__u64 pad[14];
+	__u64 scan_at;			/* back-pressure: the publisher's tail
+					 * at its scan for room in progress */
+	__u64 room_floor;		/* ... the least position its last
+					 * finished scan found (its room is
+					 * that plus a ring) */
+	__u32 scan_seq;			/* odd while a scan is in progress */
+	__u32 pad0;
+	__u64 pad[12];
 };					/* 128 bytes */
 
 struct lzchan_ps_wake {
