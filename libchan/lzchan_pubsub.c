@@ -250,11 +250,13 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		ps->room_end = ps->tail;	/* back-pressure: look first */
 		__ps_gate(ps);
 		/* Our scans count on from the file's (even: one that died
-		 * mid-scan left it odd). */
+		 * mid-scan left it odd).  Relaxed load: ours to write now;
+		 * the seq_cst store pairs with a joiner's loads of it
+		 * (__ps_join_floor()): no scan in progress. */
 		ps->scan_seq = (__lz_load(&ps->pub->scan_seq) + 1) & ~1U;
 		__atomic_store_n(&ps->pub->scan_seq, ps->scan_seq, __ATOMIC_SEQ_CST);
 		/* Subscribers parked before we came are woken by our first
-		 * publish. */
+		 * publish.  Relaxed: only compared (__ps_end()). */
 		ps->sleepers_seen = __lz_load(&ps->wake->sleepers) - 1;
 		/* Pairs with the subscribers' acquire loads of pub_status. */
 		__lz_store_rel(&ps->hdr->pub_status, LZCHAN_STATUS(ps->gen, LZCHAN_RX_ATTACHED));
@@ -536,6 +538,10 @@ __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s, ui
 	__lz_store_rel(&s->seq, next);
 	__lz_store_rel(&ps->pub->tail, next);
 	ps->tail = next;
+	/* Store->load: our stores above before the load of sleepers below.
+	 * A full fence where the subscribers' heavy barrier (membarrier)
+	 * cannot stand in for it; else the compiler's only, and the parking
+	 * subscriber's barrier pairs with it (the design page). */
 	if (__lzchan_unlikely(ps->fence_each))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
@@ -743,7 +749,8 @@ static int __ps_empty(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t q)
 		ps->pub_look_ns = now;
 		if (__ps_pub_alive(ch) != 0)
 			return -EAGAIN;
-		/* It died.  Anything it published after our loads? */
+		/* It died.  Anything it published after our loads?
+		 * Acquire: pairs with its release store of tail. */
 		if (__lz_load_acq(&ps->pub->tail) > q)
 			return 1;
 	} else if (__ps_pub_alive(ch) == 1) {
