@@ -479,6 +479,10 @@ static int lzchan_chan_alloc_pages(struct lzchan_chan *chan, u64 bytes)
 		cond_resched();
 	}
 
+	if (chan->pubsub) {
+		lzchan_ps_pages_init(chan);
+		return 0;
+	}
 	info_pages = chan->layout.info_size >> PAGE_SHIFT;
 	rx_pages = chan->layout.rx_size >> PAGE_SHIFT;
 	bell_pages = chan->layout.bell_size >> PAGE_SHIFT;
@@ -547,7 +551,7 @@ static void lzchan_chan_put_locked(struct lzchan_chan *chan)
 		__lzchan_chan_free(chan);
 }
 
-static void lzchan_chan_put(struct lzchan_chan *chan)
+void lzchan_chan_put(struct lzchan_chan *chan)
 {
 	if (refcount_dec_and_mutex_lock(&chan->ref.refcount, &lzchan_lock)) {
 		__lzchan_chan_free(chan);
@@ -563,6 +567,17 @@ static int lzchan_create_check(const struct lzchan_create *c)
 		return -EINVAL;
 	if (memchr_inv(c->reserved, 0, sizeof(c->reserved)))
 		return -EINVAL;
+	if (c->flags & LZCHAN_CREATE_PUBSUB) {
+		/* A temporary channel goes with its receiver: none here. */
+		if (c->flags & LZCHAN_CREATE_TEMP)
+			return -EINVAL;
+		if (c->policy != LZCHAN_PS_OVERWRITE && c->policy != LZCHAN_PS_BACKPRESSURE)
+			return -EINVAL;
+		if (c->policy == LZCHAN_PS_OVERWRITE && c->stall_ms)
+			return -EINVAL;
+	} else if (c->policy || c->stall_ms) {
+		return -EINVAL;
+	}
 	ret = lzchan_name_check(c->name);
 	if (ret)
 		return ret;
@@ -574,7 +589,10 @@ static int lzchan_create_check(const struct lzchan_create *c)
 	    c->slot_count > LZCHAN_SLOT_COUNT_MAX ||
 	    !is_power_of_2(c->slot_count))
 		return -EINVAL;
-	if (!c->max_senders || c->max_senders > LZCHAN_SENDERS_MAX)
+	/* max_subscribers for a pub/sub channel (the same field) */
+	if (!c->max_senders ||
+	    c->max_senders > ((c->flags & LZCHAN_CREATE_PUBSUB) ? LZCHAN_SUBSCRIBERS_MAX :
+								    LZCHAN_SENDERS_MAX))
 		return -EINVAL;
 	if (c->mode & ~0777U)
 		return -EINVAL;
@@ -607,7 +625,13 @@ static int __lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c)
 	chan->uid = chan->cuid = current_euid();
 	chan->gid = chan->cgid = current_egid();
 	chan->mode = c->mode;
-	lzchan_layout_init(chan, &bytes);
+	chan->pubsub = c->flags & LZCHAN_CREATE_PUBSUB;
+	chan->policy = c->policy;
+	chan->stall_ms = c->stall_ms;
+	if (chan->pubsub)
+		lzchan_ps_layout_init(chan, &bytes);
+	else
+		lzchan_layout_init(chan, &bytes);
 
 	if ((c->flags & LZCHAN_CREATE_NODE_STRICT) &&
 	    !node_state(chan->node, N_MEMORY)) {
@@ -711,6 +735,21 @@ int lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c)
 
 /* ---- names ---- */
 
+/* The channel named @name in the caller's IPC namespace, with a reference
+ * (lzchan_chan_put()), or NULL. */
+struct lzchan_chan *lzchan_chan_get_by_name(const char *name)
+{
+	struct lzchan_chan *chan;
+
+	mutex_lock(&lzchan_lock);
+	lzchan_ns_reap();
+	chan = lzchan_chan_lookup(name);
+	if (chan)
+		kref_get(&chan->ref);
+	lzchan_unlock();
+	return chan;
+}
+
 static void lzchan_chan_unlink_locked(struct lzchan_chan *chan)
 {
 	hash_del(&chan->hnode);
@@ -791,8 +830,7 @@ unsigned int lzchan_chan_count(void)
 /* SysV-style check: owner, then group, then other; CAP_IPC_OWNER in the
  * user namespace owning the IPC namespace overrides.  @may: 4 r, 2 w.
  * @audit: false for a look (LIST) that is no attempt to get access. */
-static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may,
-				  bool audit)
+int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may, bool audit)
 {
 	kuid_t euid = current_euid();
 	unsigned int granted = chan->mode;
@@ -809,7 +847,7 @@ static int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may,
 	return -EACCES;
 }
 
-static void lzchan_shm_set_status(__u64 *word, u32 gen, u32 state)
+void lzchan_shm_set_status_word(__u64 *word, u32 gen, u32 state)
 {
 	/* Pairs with the acquire load of the status word in libchan: a
 	 * reader that sees the new state also sees what the kernel wrote
@@ -956,7 +994,7 @@ static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
 	l->egid = current_egid();
 	WRITE_ONCE(chan->senders, chan->senders + 1);	/* read unlocked in lzchan_chan_stat() */
 	atomic64_inc(&chan->sender_attaches);
-	lzchan_shm_set_status(&lzchan_shm_lane(chan, i)->status, l->gen, l->state);
+	lzchan_shm_set_status_word(&lzchan_shm_lane(chan, i)->status, l->gen, l->state);
 	*lane = i;
 	*gen = l->gen;
 	return 0;
@@ -978,7 +1016,7 @@ static int lzchan_attach_receiver(struct lzchan_chan *chan)
 	chan->rx_pid = get_pid(task_tgid(current));
 	chan->rx_euid = current_euid();
 	chan->rx_egid = current_egid();
-	lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status, chan->rx_gen,
+	lzchan_shm_set_status_word(&lzchan_shm_hdr(chan)->rx_status, chan->rx_gen,
 			      LZCHAN_RX_ATTACHED);
 	return 0;
 }
@@ -989,7 +1027,8 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 	u32 lane = LZCHAN_LANE_NONE, gen = 0;
 	int ret;
 
-	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER)
+	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER &&
+	    !lzchan_role_ps(o->flags))
 		return -EINVAL;
 	if (o->pad || memchr_inv(o->reserved, 0, sizeof(o->reserved)))
 		return -EINVAL;
@@ -1015,7 +1054,15 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 		ret = -ENOENT;
 		goto out_unlock_file;
 	}
-	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ? 4 : 2, true);
+	/* One kind opened as the other: a precise refusal, before any
+	 * permission is asked. */
+	if (chan->pubsub != lzchan_role_ps(o->flags)) {
+		lzchan_unlock();
+		ret = -EPROTOTYPE;
+		goto out_unlock_file;
+	}
+	ret = lzchan_chan_permission(chan, o->flags == LZCHAN_OPEN_RECEIVER ||
+					   o->flags == LZCHAN_OPEN_SUBSCRIBER ? 4 : 2, true);
 	if (ret) {
 		lzchan_unlock();
 		goto out_unlock_file;
@@ -1024,7 +1071,9 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 	lzchan_unlock();
 
 	mutex_lock(&chan->lock);
-	if (o->flags == LZCHAN_OPEN_RECEIVER)
+	if (chan->pubsub)
+		ret = lzchan_ps_attach(chan, o->flags, &lane, &gen);
+	else if (o->flags == LZCHAN_OPEN_RECEIVER)
 		ret = lzchan_attach_receiver(chan);
 	else
 		ret = lzchan_attach_sender(chan, &lane, &gen);
@@ -1096,14 +1145,16 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 	if (temp_rx)
 		mutex_lock(&lzchan_lock);
 	mutex_lock(&chan->lock);
-	if (f->role == LZCHAN_OPEN_RECEIVER) {
+	if (chan->pubsub) {
+		lzchan_ps_release(f, chan, bye, &ev);
+	} else if (f->role == LZCHAN_OPEN_RECEIVER) {
 		WRITE_ONCE(chan->rx_attached, false);	/* read unlocked in lzchan_chan_wake() */
 		put_pid(chan->rx_pid);
 		chan->rx_pid = NULL;
 		/* Published by the release store of the status below. */
 		if (bye)
 			WRITE_ONCE(lzchan_shm_hdr(chan)->rx_bye, chan->rx_gen);
-		lzchan_shm_set_status(&lzchan_shm_hdr(chan)->rx_status,
+		lzchan_shm_set_status_word(&lzchan_shm_hdr(chan)->rx_status,
 				      chan->rx_gen, LZCHAN_RX_GONE);
 		lzchan_chan_attn_all(chan);
 		spin_lock(&chan->evlock);
@@ -1121,7 +1172,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 		/* Published by the release store of the status below. */
 		if (bye)
 			WRITE_ONCE(lzchan_shm_lane(chan, f->lane)->bye, l->gen);
-		lzchan_shm_set_status(&lzchan_shm_lane(chan, f->lane)->status,
+		lzchan_shm_set_status_word(&lzchan_shm_lane(chan, f->lane)->status,
 				      l->gen, l->state);
 		/* Only we write it (the info page is read-only to users), under
 		 * chan->lock.  Pairs with libchan's acquire load of departures
@@ -1164,13 +1215,15 @@ int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
 
 	if (!chan)
 		return -EBADFD;
-	if (f->role != LZCHAN_OPEN_RECEIVER)
+	if (f->role != LZCHAN_OPEN_RECEIVER && f->role != LZCHAN_OPEN_SUBSCRIBER)
 		return -EPERM;
 	if (fd != -1) {
 		ev = eventfd_ctx_fdget(fd);
 		if (IS_ERR(ev))
 			return PTR_ERR(ev);
 	}
+	if (chan->pubsub)
+		return lzchan_ps_set_eventfd(f, chan, ev);
 	spin_lock(&chan->evlock);
 	old = chan->evctx;
 	chan->evctx = ev;
@@ -1187,6 +1240,8 @@ int lzchan_chan_wake(struct lzchan_file *f)
 
 	if (!chan)
 		return -EBADFD;
+	if (chan->pubsub)
+		return lzchan_ps_wake(f, chan);
 	if (f->role != LZCHAN_OPEN_SENDER)
 		return -EPERM;
 	atomic64_inc(&chan->wake_requests);
@@ -1241,8 +1296,10 @@ int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
 		return -EINVAL;
 	if (p->lane != LZCHAN_LANE_NONE && p->lane >= chan->max_senders)
 		return -EINVAL;
-	if (f->role == LZCHAN_OPEN_SENDER && p->lane != LZCHAN_LANE_NONE &&
-	    p->lane != f->lane)
+	/* A sender (subscriber) may ask about its own lane (place) and the
+	 * receiver (publisher); the receiver (publisher) about any. */
+	if ((f->role == LZCHAN_OPEN_SENDER || f->role == LZCHAN_OPEN_SUBSCRIBER) &&
+	    p->lane != LZCHAN_LANE_NONE && p->lane != f->lane)
 		return -EPERM;
 
 	mutex_lock(&chan->lock);
@@ -1298,6 +1355,10 @@ void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st)
 	st->peer_deaths = atomic64_read(&chan->peer_deaths);
 	st->wake_requests = atomic64_read(&chan->wake_requests);
 	st->wakeups = atomic64_read(&chan->wakeups);
+	if (chan->pubsub) {
+		lzchan_ps_stat(chan, st);	/* the activity, as its kind has it */
+		return;
+	}
 	/* Receiver-written, statistics only. */
 	st->rx_parked = READ_ONCE(lzchan_shm_rx(chan)->parked);
 
@@ -1418,11 +1479,20 @@ void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
 	lzchan_chan_stat(chan, &st);
 	seq_printf(m, "lzchan-channel:\t%s\n", st.name[0] ? st.name : "(unlinked)");
 	seq_printf(m, "lzchan-role:\t%s\n",
-		   f->role == LZCHAN_OPEN_RECEIVER ? "receiver" : "sender");
+		   f->role == LZCHAN_OPEN_RECEIVER ? "receiver" :
+		   f->role == LZCHAN_OPEN_SENDER ? "sender" :
+		   f->role == LZCHAN_OPEN_PUBLISHER ? "publisher" : "subscriber");
 	if (f->role == LZCHAN_OPEN_SENDER)
 		seq_printf(m, "lzchan-lane:\t%u\n", f->lane);
-	seq_printf(m, "lzchan-geometry:\t%u x %u, %u senders max\n",
-		   st.slot_count, st.slot_size, st.max_senders);
+	if (f->role == LZCHAN_OPEN_SUBSCRIBER)
+		seq_printf(m, "lzchan-place:\t%u\n", f->lane);
+	if (chan->pubsub)
+		seq_printf(m, "lzchan-geometry:\t%u x %u, %u subscribers max, %s\n",
+			   st.slot_count, st.slot_size, chan->max_senders,
+			   chan->policy == LZCHAN_PS_BACKPRESSURE ? "back-pressure" : "overwrite");
+	else
+		seq_printf(m, "lzchan-geometry:\t%u x %u, %u senders max\n",
+			   st.slot_count, st.slot_size, st.max_senders);
 	seq_printf(m, "lzchan-node:\t%d%s\n", st.numa_node,
 		   (st.create_flags & LZCHAN_CREATE_NODE_STRICT) ? " strict" : "");
 	seq_printf(m, "lzchan-bytes:\t%llu\n", st.bytes);

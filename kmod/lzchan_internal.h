@@ -50,12 +50,17 @@ struct lzchan_ns {
 	u64 bytes;
 };
 
+/* A sender's lane; in a pub/sub channel, a subscriber's place. */
 struct lzchan_lane {
 	struct pid *pid;		/* sender at open; NULL when none */
 	kuid_t euid;
 	kgid_t egid;
 	u32 gen;
 	u32 state;			/* LZCHAN_LANE_*, or: */
+	/* pub/sub: the subscriber's eventfd, and whether it is parked
+	 * (LZCHAN_IOC_PS_PARK) until the next wake; under chan->evlock */
+	bool parked;
+	struct eventfd_ctx *evctx;
 };
 
 /* A closed lane being scrubbed for a new sender, chan->lock dropped
@@ -72,8 +77,14 @@ struct lzchan_chan {
 	bool linked;
 	char name[LZCHAN_NAME_SIZE];
 
-	/* creation parameters, fixed */
+	/* creation parameters, fixed.  A pub/sub channel (pubsub): its
+	 * subscriber places are lanes[0..max_senders), its publisher is
+	 * recorded as the receiver is (rx_*), its memory is laid out as
+	 * ps_layout says (layout is zeros) */
 	u32 slot_size, slot_count, max_senders, create_flags;
+	bool pubsub;
+	u32 policy, stall_ms;
+	struct lzchan_ps_layout ps_layout;
 	int node;
 	kuid_t uid, cuid;
 	kgid_t gid, cgid;
@@ -98,6 +109,7 @@ struct lzchan_chan {
 	struct lzchan_lane *lanes;
 	struct eventfd_ctx *evctx;	/* also read under evlock */
 	spinlock_t evlock;
+	u32 ps_parked;			/* pub/sub: places parked, under evlock */
 
 	/* counters */
 	atomic64_t sender_attaches, peer_deaths, wake_requests, wakeups;
@@ -106,7 +118,7 @@ struct lzchan_chan {
 struct lzchan_file {
 	struct mutex lock;		/* serialises binding */
 	struct lzchan_chan *chan;	/* set once by OPEN; see lzchan_file_chan() */
-	u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
+	u32 role;			/* LZCHAN_OPEN_* */
 	u32 lane;
 	bool bye;			/* LZCHAN_IOC_BYE: closing cleanly */
 	struct lzchan_chan *temp;	/* a temporary channel this unbound file
@@ -158,6 +170,35 @@ int lzchan_name_check(const char *name);
 int lzchan_chan_usage(struct lzchan_usage *us);
 ssize_t lzchan_chan_tenants_show(char *buf);
 __printf(3, 4) bool lzchan_emit_line(char *buf, ssize_t *len, const char *fmt, ...);
+
+/* lzchan_chan.c, for lzchan_pubsub.c */
+void lzchan_shm_set_status_word(__u64 *word, u32 gen, u32 state);
+int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may, bool audit);
+struct lzchan_chan *lzchan_chan_get_by_name(const char *name);
+void lzchan_chan_put(struct lzchan_chan *chan);
+
+/* lzchan_pubsub.c: publish/subscribe channels */
+void lzchan_ps_layout_init(struct lzchan_chan *chan, u64 *bytes);
+void lzchan_ps_pages_init(struct lzchan_chan *chan);
+int lzchan_ps_attach(struct lzchan_chan *chan, u32 role, u32 *place, u32 *gen);
+void lzchan_ps_release(struct lzchan_file *f, struct lzchan_chan *chan, bool bye,
+		       struct eventfd_ctx **ev);
+void lzchan_ps_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st);
+int lzchan_ps_set_eventfd(struct lzchan_file *f, struct lzchan_chan *chan,
+			  struct eventfd_ctx *ev);
+int lzchan_ps_wake(struct lzchan_file *f, struct lzchan_chan *chan);
+int lzchan_ps_park(struct lzchan_file *f);
+int lzchan_ps_detach(struct lzchan_file *f, struct lzchan_ps_detach *d);
+int lzchan_ps_subs(struct lzchan_file *f, struct lzchan_ps_subs *s);
+int lzchan_ps_mmap_area(struct lzchan_file *f, struct lzchan_chan *chan, u64 off, u64 len,
+			bool *writable);
+
+/* Roles: the one of its kind (receiver, publisher), the many (senders,
+ * subscribers). */
+static inline bool lzchan_role_ps(u32 role)
+{
+	return role == LZCHAN_OPEN_PUBLISHER || role == LZCHAN_OPEN_SUBSCRIBER;
+}
 
 /* lzchan_mmap.c */
 int lzchan_mmap(struct file *file, struct vm_area_struct *vma);

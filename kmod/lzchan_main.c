@@ -88,6 +88,8 @@ union lzchan_ioctl_buf {
 	struct lzchan_peer peer;
 	struct lzchan_placement placement;
 	struct lzchan_usage usage;
+	struct lzchan_ps_detach ps_detach;
+	struct lzchan_ps_subs ps_subs;
 };
 
 struct lzchan_ioctl_op {
@@ -138,7 +140,13 @@ static int lzchan_ioc_info(struct lzchan_file *f, void *arg)
 	in->role = f->role;
 	in->lane = f->lane;
 	lzchan_chan_stat(chan, &in->stat);
-	in->layout = chan->layout;
+	in->layout = chan->layout;	/* zeros for a pub/sub channel */
+	if (chan->pubsub) {
+		in->ps_layout = chan->ps_layout;
+		in->max_subscribers = chan->max_senders;
+		in->policy = chan->policy;
+		in->stall_ms = chan->stall_ms;
+	}
 	return 0;
 }
 
@@ -171,6 +179,21 @@ static int lzchan_ioc_bye(struct lzchan_file *f, void *arg)
 static int lzchan_ioc_ring(struct lzchan_file *f, void *arg)
 {
 	return lzchan_chan_ring(f);
+}
+
+static int lzchan_ioc_ps_park(struct lzchan_file *f, void *arg)
+{
+	return lzchan_ps_park(f);
+}
+
+static int lzchan_ioc_ps_detach(struct lzchan_file *f, void *arg)
+{
+	return lzchan_ps_detach(f, arg);
+}
+
+static int lzchan_ioc_ps_subs(struct lzchan_file *f, void *arg)
+{
+	return lzchan_ps_subs(f, arg);
 }
 
 static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
@@ -240,6 +263,11 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 			struct lzchan_usage, reserved),
 	[_IOC_NR(LZCHAN_IOC_BYE)] = { .execute = lzchan_ioc_bye },
 	[_IOC_NR(LZCHAN_IOC_RING)] = { .execute = lzchan_ioc_ring },
+	[_IOC_NR(LZCHAN_IOC_PS_PARK)] = { .execute = lzchan_ioc_ps_park },
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_PS_DETACH, lzchan_ioc_ps_detach,
+			struct lzchan_ps_detach, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_PS_SUBS, lzchan_ioc_ps_subs,
+			struct lzchan_ps_subs, reserved),
 };
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,

@@ -82,7 +82,12 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
 	len = vma->vm_end - vma->vm_start;
 
-	if (lzchan_range_in(off, len, l->info_off, l->info_size)) {
+	if (chan->pubsub) {
+		int ret = lzchan_ps_mmap_area(f, chan, off, len, &writable);
+
+		if (ret)
+			return ret;
+	} else if (lzchan_range_in(off, len, l->info_off, l->info_size)) {
 		writable = false;
 	} else if (lzchan_range_in(off, len, l->rx_off, l->rx_size)) {
 		writable = rx;

@@ -262,6 +262,7 @@ void __lzchan_ps_layout(struct lzchan_ps_layout *l, uint32_t slot_size, uint32_t
 uint64_t __lzchan_ps_file_size(const struct lzchan_ps_layout *l, uint64_t page);
 int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, uint64_t size,
 		       uint32_t history);
+int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint32_t history);
 void __lzchan_ps_close(struct lzchan *ch, bool clean);
 int __lzchan_ps_send(struct lzchan *ch, const void *buf, size_t len);
 int __lzchan_ps_reserve(struct lzchan *ch, size_t len, void **buf);

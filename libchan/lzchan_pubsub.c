@@ -17,8 +17,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -44,6 +47,11 @@ struct __lzchan_ps {
 	uint32_t slot_size, slot_shift, slot_count, mask, max_msg, max_subs, policy;
 	uint64_t stall_ns;
 	uint32_t gen;			/* our generation (publisher, subscriber) */
+	bool dev;			/* the module's: it keeps statuses,
+					 * sleepers and the ends, and wakes
+					 * through eventfds (ioctls below) */
+	int fd;				/* the handle's fd */
+	int evfd;			/* dev subscriber: our eventfd */
 
 	/* publisher */
 	uint64_t tail;			/* next position to write */
@@ -222,6 +230,67 @@ static uint64_t __ps_join_floor(const struct __lzchan_ps *ps)
 	return __lz_load_acq(&ps->pub->tail);	/* pairs with its release */
 }
 
+/* The publisher's state from what its predecessors left. */
+static void __ps_pub_start(struct __lzchan_ps *ps)
+{
+	/* Relaxed: the previous publisher's last store, published by
+	 * its release of GONE (or lost with it: then what it left). */
+	ps->tail = __lz_load(&ps->pub->tail);
+	/* One that died between a message's seq and its tail: that
+	 * message is out (a subscriber may have taken it); writing
+	 * its position again would hide the new one from it, and
+	 * give a reader mid-copy the same seq back (ABA). */
+	if (__lz_load_acq(&__ps_slot(ps, ps->tail)->seq) == ps->tail + 1)
+		ps->tail++;
+	ps->room_end = ps->tail;	/* back-pressure: look first */
+	__ps_gate(ps);
+	/* Our scans count on from the file's (even: one that died
+	 * mid-scan left it odd).  Relaxed load: ours to write now;
+	 * the seq_cst store pairs with a joiner's loads of it
+	 * (__ps_join_floor()): no scan in progress. */
+	ps->scan_seq = (__lz_load(&ps->pub->scan_seq) + 1) & ~1U;
+	__atomic_store_n(&ps->pub->scan_seq, ps->scan_seq, __ATOMIC_SEQ_CST);
+	/* Subscribers parked before we came are woken by our first
+	 * publish.  Relaxed: only compared (__ps_end()). */
+	ps->sleepers_seen = __lz_load(&ps->wake->sleepers) - 1;
+}
+
+/*
+ * A subscriber's start in its place (ps->me, generation ps->gen): our
+ * position, then (shm, @status) our status, seq_cst both, so that a scan
+ * that begins after our look at the floor below sees us.  The module
+ * stored ATTACHED itself, with a position at the tail then, which is no
+ * lower than any we store here but the history's (the design page).
+ */
+static void __ps_sub_start(struct __lzchan_ps *ps, uint32_t history, bool status)
+{
+	struct lzchan_ps_sub *s = ps->me;
+	uint64_t st, at;
+
+	at = __ps_join_at(ps, history);
+	__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
+	__lz_store(&s->lost, 0);
+	if (status)
+		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
+				 __ATOMIC_SEQ_CST);
+	if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
+		uint64_t floor = __ps_join_floor(ps);
+
+		if (floor > at) {
+			at = floor;
+			__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
+		}
+	}
+	ps->pos = ps->peek = ps->published = at;
+	/* A publisher that had left before we came, and whose
+	 * messages we do not start among, ended no stream of ours:
+	 * wait for the next one.  Pairs with its release of GONE. */
+	st = __lz_load_acq(&ps->hdr->pub_status);
+	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE &&
+	    at >= __lz_load_acq(&ps->pub->tail))
+		ps->pub_st = st;
+}
+
 static uint32_t __ps_next_place;
 
 static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t history)
@@ -238,26 +307,7 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		 * it (on shm anyone may: then anything may follow). */
 		st = __lz_load(&ps->hdr->pub_status);
 		ps->gen = LZCHAN_STATUS_GEN(st) + 1;
-		/* Relaxed: the previous publisher's last store, published by
-		 * its release of GONE (or lost with it: then what it left). */
-		ps->tail = __lz_load(&ps->pub->tail);
-		/* One that died between a message's seq and its tail: that
-		 * message is out (a subscriber may have taken it); writing
-		 * its position again would hide the new one from it, and
-		 * give a reader mid-copy the same seq back (ABA). */
-		if (__lz_load_acq(&__ps_slot(ps, ps->tail)->seq) == ps->tail + 1)
-			ps->tail++;
-		ps->room_end = ps->tail;	/* back-pressure: look first */
-		__ps_gate(ps);
-		/* Our scans count on from the file's (even: one that died
-		 * mid-scan left it odd).  Relaxed load: ours to write now;
-		 * the seq_cst store pairs with a joiner's loads of it
-		 * (__ps_join_floor()): no scan in progress. */
-		ps->scan_seq = (__lz_load(&ps->pub->scan_seq) + 1) & ~1U;
-		__atomic_store_n(&ps->pub->scan_seq, ps->scan_seq, __ATOMIC_SEQ_CST);
-		/* Subscribers parked before we came are woken by our first
-		 * publish.  Relaxed: only compared (__ps_end()). */
-		ps->sleepers_seen = __lz_load(&ps->wake->sleepers) - 1;
+		__ps_pub_start(ps);
 		/* Pairs with the subscribers' acquire loads of pub_status. */
 		__lz_store_rel(&ps->hdr->pub_status, LZCHAN_STATUS(ps->gen, LZCHAN_RX_ATTACHED));
 		return 0;
@@ -267,7 +317,7 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 	 * each time; relaxed, any value is a fine start). */
 	for (k = 0; k < ps->max_subs; k++) {
 		struct lzchan_ps_sub *s;
-		uint64_t st, at;
+		uint64_t st;
 
 		i = (__lz_load(&__ps_next_place) + k) % ps->max_subs;
 		if (__lzchan_lock(ch->fd, LOCK_BASE + 1 + i))
@@ -280,32 +330,69 @@ static int __ps_claim(struct lzchan *ch, struct __lzchan_ps *ps, uint32_t histor
 		/* Relaxed: the place's lock is ours. */
 		st = __lz_load(&s->status);
 		ps->gen = LZCHAN_STATUS_GEN(st) + 1;
-		at = __ps_join_at(ps, history);
-		/* Our position and status first (seq_cst): a scan that
-		 * begins after our look below sees us. */
-		__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
-		__lz_store(&s->lost, 0);
-		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
-				 __ATOMIC_SEQ_CST);
-		if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
-			uint64_t floor = __ps_join_floor(ps);
-
-			if (floor > at) {
-				at = floor;
-				__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
-			}
-		}
-		ps->pos = ps->peek = ps->published = at;
-		/* A publisher that had left before we came, and whose
-		 * messages we do not start among, ended no stream of ours:
-		 * wait for the next one.  Pairs with its release of GONE. */
-		st = __lz_load_acq(&ps->hdr->pub_status);
-		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE &&
-		    at >= __lz_load_acq(&ps->pub->tail))
-			ps->pub_st = st;
+		__ps_sub_start(ps, history, true);
 		return 0;
 	}
 	return -EUSERS;
+}
+
+/* The handle's pub/sub state for this geometry (checked by the caller). */
+static int __ps_new(struct lzchan *ch, uint32_t slot_size, uint32_t slot_count,
+		    uint32_t max_subs, uint32_t policy, uint32_t stall_ms)
+{
+	struct __lzchan_ps *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return -ENOMEM;
+	ch->ps = ps;
+	ps->fd = ch->fd;
+	ps->evfd = -1;
+	if (ch->f.role == LZCHAN_PUBLISHER) {
+		ps->seen_pos = calloc(max_subs, sizeof(*ps->seen_pos));
+		ps->seen_ns = calloc(max_subs, sizeof(*ps->seen_ns));
+		ps->seen_gen = calloc(max_subs, sizeof(*ps->seen_gen));
+		if (!ps->seen_pos || !ps->seen_ns || !ps->seen_gen)
+			return -ENOMEM;
+	}
+	ps->slot_size = slot_size;
+	ps->slot_shift = __builtin_ctz(slot_size);
+	ps->slot_count = slot_count;
+	ps->mask = slot_count - 1;
+	ps->max_msg = __lzchan_ps_max_msg(slot_size);
+	ps->max_subs = max_subs;
+	ps->policy = policy;
+	ps->stall_ns = (uint64_t)stall_ms * 1000000ULL;
+	/* Back-pressure: every position, so that a publisher waiting on a
+	 * slow subscriber sees it move (and never takes it for stalled);
+	 * a store to a line of its own, which the publisher reads only
+	 * when its room runs out.  Overwrite: a quarter ring (statistics). */
+	ps->publish_every = policy == LZCHAN_PS_BACKPRESSURE ? 1 :
+			    slot_count / 4 ? slot_count / 4 : 1;
+	/* What lzchan_geometry() reports, and the handle prefix the inline
+	 * calls read: no gate (tx_max, tx_room 0) and no span, so that
+	 * every inline call comes to the library, which comes here. */
+	ch->f.slot_size = slot_size;
+	ch->f.slot_shift = __builtin_ctz(slot_size);
+	ch->f.slot_count = slot_count;
+	ch->f.mask = ps->mask;
+	ch->f.max_senders = 1;
+	ch->max_msg = ps->max_msg;
+	if (ch->f.role == LZCHAN_PUBLISHER)
+		ps->fence_each = !__lzchan_register_sender_barrier();
+	else
+		ch->have_membarrier = __lzchan_query_barrier();
+	return 0;
+}
+
+/* Point @ps at the areas of layout @l mapped at @base. */
+static void __ps_point(struct __lzchan_ps *ps, char *base, const struct lzchan_ps_layout *l)
+{
+	ps->hdr = (struct lzchan_ps_hdr *)(base + l->info_off);
+	ps->pub = (struct lzchan_ps_pub *)(base + l->pub_off);
+	ps->wake = (struct lzchan_ps_wake *)(base + l->wake_off);
+	ps->subs = base + l->subs_off;
+	ps->sub_stride = l->sub_stride;
+	ps->ring = base + l->ring_off;
 }
 
 /*
@@ -318,8 +405,7 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 {
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	struct lzchan_ps_layout want;
-	struct __lzchan_ps *ps;
-	char *base;
+	int ret;
 
 	if (hdr->version != SHM_FILE_VERSION || hdr->page_size != page ||
 	    __lzchan_ps_geom_check(hdr->slot_size, hdr->slot_count, hdr->max_subscribers,
@@ -331,17 +417,10 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 	ch->map_len = __lzchan_ps_file_size(&want, page);
 	if (size < ch->map_len)
 		return -EPROTO;
-	ps = calloc(1, sizeof(*ps));
-	if (!ps)
-		return -ENOMEM;
-	ch->ps = ps;
-	if (ch->f.role == LZCHAN_PUBLISHER) {
-		ps->seen_pos = calloc(hdr->max_subscribers, sizeof(*ps->seen_pos));
-		ps->seen_ns = calloc(hdr->max_subscribers, sizeof(*ps->seen_ns));
-		ps->seen_gen = calloc(hdr->max_subscribers, sizeof(*ps->seen_gen));
-		if (!ps->seen_pos || !ps->seen_ns || !ps->seen_gen)
-			return -ENOMEM;
-	}
+	ret = __ps_new(ch, hdr->slot_size, hdr->slot_count, hdr->max_subscribers, hdr->policy,
+		       hdr->stall_ms);
+	if (ret)
+		return ret;
 	ch->numa_node = hdr->numa_node;
 	ch->map_base = mmap(NULL, ch->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
 	if (ch->map_base == MAP_FAILED) {
@@ -356,41 +435,97 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 		return -errno;
 	ch->f.lost = &ch->guard->lost;
 	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);
-	base = (char *)ch->map_base + page;
-	ps->hdr = (struct lzchan_ps_hdr *)(base + want.info_off);
-	ps->pub = (struct lzchan_ps_pub *)(base + want.pub_off);
-	ps->wake = (struct lzchan_ps_wake *)(base + want.wake_off);
-	ps->subs = base + want.subs_off;
-	ps->sub_stride = want.sub_stride;
-	ps->ring = base + want.ring_off;
-	ps->slot_size = hdr->slot_size;
-	ps->slot_shift = __builtin_ctz(hdr->slot_size);
-	ps->slot_count = hdr->slot_count;
-	ps->mask = hdr->slot_count - 1;
-	ps->max_msg = __lzchan_ps_max_msg(hdr->slot_size);
-	ps->max_subs = hdr->max_subscribers;
-	ps->policy = hdr->policy;
-	ps->stall_ns = (uint64_t)hdr->stall_ms * 1000000ULL;
-	/* Back-pressure: every position, so that a publisher waiting on a
-	 * slow subscriber sees it move (and never takes it for stalled);
-	 * a store to a line of its own, which the publisher reads only
-	 * when its room runs out.  Overwrite: a quarter ring (statistics). */
-	ps->publish_every = hdr->policy == LZCHAN_PS_BACKPRESSURE ? 1 :
-			    hdr->slot_count / 4 ? hdr->slot_count / 4 : 1;
-	/* What lzchan_geometry() reports, and the handle prefix the inline
-	 * calls read: no gate (tx_max, tx_room 0) and no span, so that
-	 * every inline call comes to the library, which comes here. */
-	ch->f.slot_size = hdr->slot_size;
-	ch->f.slot_shift = __builtin_ctz(hdr->slot_size);
-	ch->f.slot_count = hdr->slot_count;
-	ch->f.mask = ps->mask;
-	ch->f.max_senders = 1;
-	ch->max_msg = ps->max_msg;
-	if (ch->f.role == LZCHAN_PUBLISHER)
-		ps->fence_each = !__lzchan_register_sender_barrier();
-	else
-		ch->have_membarrier = __lzchan_query_barrier();
-	return __ps_claim(ch, ps, history);
+	__ps_point(ch->ps, (char *)ch->map_base + page, &want);
+	return __ps_claim(ch, ch->ps, history);
+}
+
+/* dev: map [@off, @off + @len) of the channel, kept for the close. */
+static void *__ps_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, ch->fd, (off_t)off);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	ch->maps[ch->nmaps] = p;
+	ch->map_lens[ch->nmaps++] = len;
+	return p;
+}
+
+/*
+ * dev: @ch is bound to a pub/sub channel as its publisher or as the
+ * subscriber of place ch->lane (generation ch->lane_gen), which @in
+ * describes: map each area with our role's protections (the module
+ * refuses any other), and start.  The module keeps the statuses.
+ */
+int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint32_t history)
+{
+	const struct lzchan_ps_layout *l = &in->ps_layout;
+	bool pub = ch->f.role == LZCHAN_PUBLISHER;
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	struct lzchan_set_eventfd e = { .size = sizeof(e) };
+	struct __lzchan_ps *ps;
+	char *info, *puba, *wake, *ring, *subs = NULL;
+	int ret;
+
+	if (__lzchan_ps_geom_check(in->stat.slot_size, in->stat.slot_count, in->max_subscribers,
+				   in->policy) ||
+	    l->info_size < sizeof(struct lzchan_ps_hdr) || l->pub_size < sizeof(struct lzchan_ps_pub) ||
+	    l->wake_size < sizeof(struct lzchan_ps_wake) || l->sub_stride < page ||
+	    l->subs_size / l->sub_stride < in->max_subscribers ||
+	    l->ring_size < (uint64_t)in->stat.slot_count * in->stat.slot_size ||
+	    (!pub && ch->lane >= in->max_subscribers))
+		return -EPROTO;
+	ret = __ps_new(ch, in->stat.slot_size, in->stat.slot_count, in->max_subscribers,
+		       in->policy, in->stall_ms);
+	if (ret)
+		return ret;
+	ps = ch->ps;
+	ps->dev = true;
+	ch->maps = calloc(5, sizeof(*ch->maps));
+	ch->map_lens = calloc(5, sizeof(*ch->map_lens));
+	if (!ch->maps || !ch->map_lens)
+		return -ENOMEM;
+	info = __ps_map(ch, l->info_off, l->info_size, PROT_READ);
+	puba = __ps_map(ch, l->pub_off, l->pub_size, pub ? PROT_READ | PROT_WRITE : PROT_READ);
+	wake = __ps_map(ch, l->wake_off, l->wake_size, PROT_READ);
+	ring = __ps_map(ch, l->ring_off, l->ring_size, pub ? PROT_READ | PROT_WRITE : PROT_READ);
+	if (!info || !puba || !wake || !ring)
+		return -errno;
+	/* The places: a back-pressure publisher reads them all; a subscriber
+	 * maps its own page (and can map no other). */
+	if (pub && in->policy == LZCHAN_PS_BACKPRESSURE)
+		subs = __ps_map(ch, l->subs_off, l->subs_size, PROT_READ);
+	else if (!pub)
+		subs = __ps_map(ch, l->subs_off + (uint64_t)ch->lane * l->sub_stride, l->sub_stride,
+				PROT_READ | PROT_WRITE);
+	if ((subs == NULL) != (pub && in->policy != LZCHAN_PS_BACKPRESSURE))
+		return -errno;
+	ps->hdr = (struct lzchan_ps_hdr *)info;
+	ps->pub = (struct lzchan_ps_pub *)puba;
+	ps->wake = (struct lzchan_ps_wake *)wake;
+	ps->ring = ring;
+	ps->sub_stride = l->sub_stride;
+	ch->claimed = true;
+	if (pub) {
+		ps->subs = subs;	/* NULL with overwrite */
+		/* Pairs with the module's release store of ATTACHED. */
+		ps->gen = LZCHAN_STATUS_GEN(__lz_load_acq(&ps->hdr->pub_status));
+		__ps_pub_start(ps);
+		return 0;
+	}
+	ps->place = ch->lane;
+	ps->me = (struct lzchan_ps_sub *)subs;
+	ps->gen = ch->lane_gen;
+	/* Our eventfd, which the publisher's wakes and its departure
+	 * signal (the module, LZCHAN_IOC_WAKE). */
+	ps->evfd = ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ch->evfd < 0)
+		return -errno;
+	e.fd = ch->evfd;
+	if (ioctl(ch->fd, LZCHAN_IOC_SET_EVENTFD, &e) < 0)
+		return -errno;
+	__ps_sub_start(ps, history, false);
+	return 0;
 }
 
 /* ---- publishing ---- */
@@ -400,6 +535,11 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
  * word before it announces itself (__lzchan_ps_recv_wait()). */
 static void __ps_wake_all(struct __lzchan_ps *ps)
 {
+	if (ps->dev) {
+		/* The module signals each parked subscriber's eventfd. */
+		(void)ioctl(ps->fd, LZCHAN_IOC_WAKE);
+		return;
+	}
 	__atomic_fetch_add(&ps->wake->wake, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &ps->wake->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
@@ -460,7 +600,8 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 		/* Dead (its lock free, looked at once it stood still for
 		 * a while): its place closes, as the module's release()
 		 * would close it. */
-		if (now - ps->seen_ns[i] >= PS_LIVENESS_NS && __ps_place_alive(ch, i) == 0) {
+		if (!ps->dev && now - ps->seen_ns[i] >= PS_LIVENESS_NS &&
+		    __ps_place_alive(ch, i) == 0) {
 			if (__atomic_compare_exchange_n(&s->status, &st,
 					LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
 					false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -468,9 +609,20 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 		}
 		if (ps->policy == LZCHAN_PS_BACKPRESSURE && ps->stall_ns &&
 		    now - ps->seen_ns[i] >= ps->stall_ns) {
-			/* Relaxed: the subscriber's acquire load of its
-			 * status orders nothing on it; it compares. */
-			__lz_store(&s->detached, LZCHAN_STATUS_GEN(st));
+			if (ps->dev) {
+				/* The module's word (our mapping is read-only);
+				 * ESRCH: that subscriber has gone meanwhile. */
+				struct lzchan_ps_detach d = {
+					.size = sizeof(d), .place = i,
+					.gen = LZCHAN_STATUS_GEN(st),
+				};
+
+				(void)ioctl(ps->fd, LZCHAN_IOC_PS_DETACH, &d);
+			} else {
+				/* Relaxed: the subscriber's acquire load of its
+				 * status orders nothing on it; it compares. */
+				__lz_store(&s->detached, LZCHAN_STATUS_GEN(st));
+			}
 			ps->seen_ns[i] = 0;
 			continue;
 		}
@@ -621,10 +773,35 @@ int __lzchan_ps_commit(struct lzchan *ch, size_t len)
 
 /* Wait until every attached subscriber has published a position at our
  * tail (a subscriber publishes it whole when it catches up). */
+/* dev, overwrite (the places are not ours to map): the slowest attached
+ * subscriber's position as the module describes it, or our tail. */
+static int __ps_slowest_dev(struct __lzchan_ps *ps, uint64_t *slowest)
+{
+	struct lzchan_ps_sub_stat st[64];
+	struct lzchan_ps_subs q = { .size = sizeof(q), .entry_size = sizeof(st[0]) };
+	uint32_t i;
+
+	*slowest = ps->tail;
+	for (q.start = 0; q.start < ps->max_subs; q.start += q.count) {
+		q.count = 64;
+		q.entries = (uintptr_t)st;
+		if (ioctl(ps->fd, LZCHAN_IOC_PS_SUBS, &q) < 0)
+			return -errno;
+		if (!q.count)
+			break;
+		for (i = 0; i < q.count; i++)
+			if (st[i].state == LZCHAN_LANE_ATTACHED &&
+			    !(st[i].flags & LZCHAN_PS_SUB_DETACHED) && st[i].pos < *slowest)
+				*slowest = st[i].pos;
+	}
+	return 0;
+}
+
 int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 {
 	struct __lzchan_ps *ps = ch->ps;
-	uint64_t start = __lzchan_now_ns(), now = start;
+	uint64_t start = __lzchan_now_ns(), now = start, slowest;
+	int r;
 
 	if (ch->f.role != LZCHAN_PUBLISHER)
 		return -EBADF;
@@ -633,14 +810,21 @@ int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 
 		if (__lzchan_guard_lost(ch->guard))
 			return -EIO;
-		if (__ps_slowest(ps, UINT32_MAX, ps->tail) >= ps->tail) {
+		r = ps->subs ? 0 : __ps_slowest_dev(ps, &slowest);
+		if (r)
+			return r;
+		if (ps->subs)
+			slowest = __ps_slowest(ps, UINT32_MAX, ps->tail);
+		if (slowest >= ps->tail) {
 			ps->waiting = false;
 			return 0;
 		}
 		/* The dead are let go (and, with back-pressure, the
 		 * stalled), as a full ring lets them go: every place
-		 * behind the tail counts as in the way. */
-		(void)__ps_room(ch, ps, ps->tail + ps->slot_count - 1, true);
+		 * behind the tail counts as in the way.  (dev overwrite:
+		 * the module lets the dead go; nobody is detached.) */
+		if (ps->subs)
+			(void)__ps_room(ch, ps, ps->tail + ps->slot_count - 1, true);
 		if (timeout_ns >= 0 && now - start >= (uint64_t)timeout_ns)
 			return -ETIMEDOUT;
 		if (__lzchan_woken(ch))
@@ -742,6 +926,9 @@ static int __ps_empty(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t q)
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_NONE || st == ps->pub_st)
 		return -EAGAIN;
 	if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED) {
+		/* The module says GONE when the publisher's file goes. */
+		if (ps->dev)
+			return -EAGAIN;
 		/* shm: a publisher that died leaves ATTACHED; its lock tells. */
 		now = __lzchan_now_ns();
 		if (now - ps->pub_look_ns < PS_LIVENESS_NS)
@@ -753,7 +940,7 @@ static int __ps_empty(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t q)
 		 * Acquire: pairs with its release store of tail. */
 		if (__lz_load_acq(&ps->pub->tail) > q)
 			return 1;
-	} else if (__ps_pub_alive(ch) == 1) {
+	} else if (!ps->dev && __ps_pub_alive(ch) == 1) {
 		return -EAGAIN;		/* GONE, lock held: its close is under way, or a lie */
 	}
 	ps->pub_st = st;
@@ -979,6 +1166,20 @@ int __lzchan_ps_end_cause(struct lzchan *ch, uint32_t lane)
 	return ch->ps->end_cause;
 }
 
+/* dev: sleep on our eventfd for at most @ns (UINT64_MAX: no limit), then
+ * empty it: what it counted is why we look again. */
+static int __ps_sleep_dev(struct __lzchan_ps *ps, uint64_t ns)
+{
+	struct pollfd p = { .fd = ps->evfd, .events = POLLIN };
+	uint64_t v;
+	int ms = ns >= (uint64_t)INT_MAX * 1000000ULL ? INT_MAX : (int)((ns + 999999) / 1000000);
+
+	if (poll(&p, 1, ms) < 0)
+		return -errno;
+	(void)!read(ps->evfd, &v, sizeof(v));
+	return 0;
+}
+
 /*
  * Wait for a message.  Parking: sample the futex word, announce ourselves
  * (sleepers, seq_cst), publish our position whole, and issue the heavy
@@ -1014,18 +1215,35 @@ int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *la
 			__lz_cpu_relax();
 			continue;
 		}
-		/* Acquire: pairs with the publisher's seq_cst increment in
-		 * __ps_wake_all(). */
-		ps->wake_seen = __lz_load_acq(&ps->wake->wake);
-		/* Pairs with the publisher's load of sleepers after its
-		 * publish (__ps_end()). */
-		__atomic_fetch_add(&ps->wake->sleepers, 1, __ATOMIC_SEQ_CST);
+		if (ps->dev) {
+			/* The module marks us parked and bumps sleepers,
+			 * fully ordered (pairs as below). */
+			if (ioctl(ps->fd, LZCHAN_IOC_PS_PARK) < 0)
+				return -errno;
+		} else {
+			/* Acquire: pairs with the publisher's seq_cst
+			 * increment in __ps_wake_all(). */
+			ps->wake_seen = __lz_load_acq(&ps->wake->wake);
+			/* Pairs with the publisher's load of sleepers after
+			 * its publish (__ps_end()). */
+			__atomic_fetch_add(&ps->wake->sleepers, 1, __ATOMIC_SEQ_CST);
+		}
 		__ps_publish_pos(ps, ps->peek == ps->pos);
 		degraded = __lzchan_heavy_barrier(ch);
 		r = __lzchan_ps_recv(ch, buf, cap, lane);
 		if (r != -EAGAIN)
 			return r;
 		ns = deadline - now;
+		if (ps->dev) {
+			/* The module signals us for a wake, a detach and the
+			 * publisher's departure: no blind sleep. */
+			r = __ps_sleep_dev(ps, degraded && ns > PS_DEGRADED_SLEEP_NS ?
+						  PS_DEGRADED_SLEEP_NS : ns);
+			if (r == -EINTR && __lzchan_woken(ch))
+				return -EINTR;
+			spin_end = 0;
+			continue;
+		}
 		if (ns > (degraded ? PS_DEGRADED_SLEEP_NS : PS_BLIND_SLEEP_NS))
 			ns = degraded ? PS_DEGRADED_SLEEP_NS : PS_BLIND_SLEEP_NS;
 		ts.tv_sec = ns / 1000000000ULL;
@@ -1040,7 +1258,13 @@ int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *la
 /* Make a subscriber blocked in lzchan_recv_wait() look (lzchan_wake()). */
 void __lzchan_ps_kick(struct lzchan *ch)
 {
-	if (ch->f.role == LZCHAN_SUBSCRIBER)
+	uint64_t one = 1;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return;
+	if (ch->ps->dev)
+		(void)!write(ch->ps->evfd, &one, sizeof(one));	/* our own eventfd */
+	else
 		__ps_wake_all(ch->ps);
 }
 
@@ -1131,7 +1355,13 @@ void __lzchan_ps_close(struct lzchan *ch, bool clean)
 
 	if (!ps)
 		return;
-	if (ch->claimed && ps->hdr && !__lzchan_guard_lost(ch->guard)) {
+	if (ps->dev) {
+		/* The module ends the publisher's streams (and records a
+		 * clean close: LZCHAN_IOC_BYE) and closes a place when our
+		 * file goes; a subscriber's last position is its lag's. */
+		if (ch->f.role == LZCHAN_SUBSCRIBER && ps->me)
+			__ps_publish_pos(ps, true);
+	} else if (ch->claimed && ps->hdr && !__lzchan_guard_lost(ch->guard)) {
 		if (ch->f.role == LZCHAN_PUBLISHER) {
 			if (clean)
 				__lz_store(&ps->hdr->pub_bye, ps->gen);	/* published by GONE */

@@ -168,8 +168,38 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 
 /* ---- dev backend ---- */
 
+/* LZCHAN_IOC_CREATE on @fd: channel @o, or with @ps a pub/sub channel;
+ * @cflags: LZCHAN_CREATE_EXCL, _TEMP.  1: created, 0: it existed, -errno. */
+static int __lzchan_dev_create(int fd, const char *name, uint32_t cflags,
+			       const struct lzchan_opts *o, const struct lzchan_ps_opts *ps)
+{
+	struct lzchan_create c = { .size = sizeof(c), .flags = cflags };
+
+	if (ps) {
+		c.flags |= LZCHAN_CREATE_PUBSUB | (ps->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0);
+		c.slot_size = ps->slot_size;
+		c.slot_count = ps->slot_count;
+		c.max_subscribers = ps->max_subscribers;
+		c.numa_node = ps->numa_node;
+		c.mode = ps->mode;
+		c.policy = ps->policy;
+		c.stall_ms = ps->policy == LZCHAN_PS_BACKPRESSURE ? ps->stall_ms : 0;
+	} else {
+		c.flags |= o->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0;
+		c.slot_size = o->slot_size;
+		c.slot_count = o->slot_count;
+		c.max_senders = o->max_senders;
+		c.numa_node = o->numa_node;
+		c.mode = o->mode;
+	}
+	memcpy(c.name, name, strlen(name) + 1);
+	return ioctl(fd, LZCHAN_IOC_CREATE, &c) < 0 ? -errno : (int)c.created;
+}
+
+/* @ps, @history: a pub/sub role's (as for __lzchan_shm_open()). */
 static int __lzchan_dev_open(struct lzchan *ch, const char *name,
-			     unsigned int flags, const struct lzchan_opts *o)
+			     unsigned int flags, const struct lzchan_opts *o,
+			     const struct lzchan_ps_opts *ps, uint32_t history)
 {
 	struct lzchan_open op = { .size = sizeof(op), .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in = { .size = sizeof(in) };
@@ -185,35 +215,35 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 		return -EPROTO;
 	/* Does the module record clean closes (lzchan_end_cause())? */
 	ch->bye_known = !!(ft.features & LZCHAN_FEAT_BYE);
+	if (ps && !(ft.features & LZCHAN_FEAT_PUBSUB))
+		return -EOPNOTSUPP;	/* a module without pub/sub channels */
 	if (flags & LZCHAN_CREATE) {
-		struct lzchan_create c = {
-			.size = sizeof(c),
-			.flags = ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
-				 ((flags & LZCHAN_TEMP) ? LZCHAN_CREATE_TEMP : 0) |
-				 (o->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0),
-			.slot_size = o->slot_size,
-			.slot_count = o->slot_count,
-			.max_senders = o->max_senders,
-			.numa_node = o->numa_node,
-			.mode = o->mode,
-		};
-
-		memcpy(c.name, name, strlen(name) + 1);
-		if (ioctl(ch->fd, LZCHAN_IOC_CREATE, &c) < 0) {
-			/* An older module refuses the flag it does not know. */
-			if (errno == EINVAL && (flags & LZCHAN_TEMP) &&
-			    !(ft.features & LZCHAN_FEAT_TEMP))
-				return -EOPNOTSUPP;
-			return -errno;
-		}
-		ch->created = c.created;
+		ret = __lzchan_dev_create(ch->fd, name,
+					  ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
+					  ((flags & LZCHAN_TEMP) ? LZCHAN_CREATE_TEMP : 0), o, ps);
+		/* An older module refuses the flag it does not know. */
+		if (ret == -EINVAL && (flags & LZCHAN_TEMP) && !(ft.features & LZCHAN_FEAT_TEMP))
+			return -EOPNOTSUPP;
+		if (ret < 0)
+			return ret;
+		ch->created = ret;
 	}
 	memcpy(op.name, name, strlen(name) + 1);
-	op.flags = ch->f.role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER : LZCHAN_OPEN_SENDER;
+	op.flags = ch->f.role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER :
+		   ch->f.role == LZCHAN_SENDER ? LZCHAN_OPEN_SENDER :
+		   ch->f.role == LZCHAN_PUBLISHER ? LZCHAN_OPEN_PUBLISHER : LZCHAN_OPEN_SUBSCRIBER;
 	if (ioctl(ch->fd, LZCHAN_IOC_OPEN, &op) < 0)
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
+	if (ps) {
+		if ((flags & LZCHAN_OWNED) && in.stat.uid != geteuid())
+			return -EPERM;
+		ch->lane = op.lane;
+		ch->lane_gen = op.lane_gen;
+		ch->numa_node = in.stat.numa_node;
+		return __lzchan_ps_attach_dev(ch, &in, history);
+	}
 	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
 	 * owner may have removed and made again) is the caller's.  The module
 	 * never changes a channel's owner and reports it in the caller's user
@@ -952,13 +982,10 @@ static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
 	memcpy(ch->name, name, strlen(name) + 1);
 
 	devfd = __lzchan_pick();
-	if (devfd >= 0 && __lz_ps_role(role)) {
-		close(devfd);		/* the module makes no pub/sub channels yet */
-		ch->backend = LZCHAN_BACKEND_DEV;
-		ret = -EOPNOTSUPP;
-	} else if (devfd >= 0) {
+	if (devfd >= 0) {
 		ch->fd = devfd;
-		ret = __lzchan_dev_open(ch, name, flags, &o);
+		ret = __lzchan_dev_open(ch, name, flags, &o, __lz_ps_role(role) ? ps : NULL,
+					history);
 	} else if (devfd == -ENOENT) {
 		if (__lz_ps_role(role)) {
 			o.mode = ps->mode;
@@ -1245,24 +1272,13 @@ static int __lz_create(const char *name, const struct lzchan_opts *opts,
 		o.node_strict = ps->node_strict;
 	}
 	fd = __lzchan_pick();
-	if (fd >= 0 && ps) {
-		close(fd);
-		return -EOPNOTSUPP;	/* the module makes no pub/sub channels yet */
-	}
 	if (fd >= 0) {
-		struct lzchan_create c = {
-			.size = sizeof(c),
-			.flags = ((flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0) |
-				 (o.node_strict ? LZCHAN_CREATE_NODE_STRICT : 0),
-			.slot_size = o.slot_size,
-			.slot_count = o.slot_count,
-			.max_senders = o.max_senders,
-			.numa_node = o.numa_node,
-			.mode = o.mode,
-		};
+		struct lzchan_features ft = { .size = sizeof(ft) };
 
-		memcpy(c.name, name, strlen(name) + 1);
-		ret = ioctl(fd, LZCHAN_IOC_CREATE, &c) < 0 ? -errno : (int)c.created;
+		ret = ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0 ? -errno :
+		      ps && !(ft.features & LZCHAN_FEAT_PUBSUB) ? -EOPNOTSUPP :
+		      __lzchan_dev_create(fd, name, (flags & LZCHAN_EXCL) ? LZCHAN_CREATE_EXCL : 0,
+					  &o, ps);
 		close(fd);
 		return ret;
 	}

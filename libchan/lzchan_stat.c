@@ -368,8 +368,40 @@ int lzchan_stat(const char *name, struct lzchan_chan_stat *st, uint32_t *backend
 	return ret == -ENOTSUP ? -ENOENT : ret;
 }
 
+/* dev: up to @n subscriber places of pub/sub channel @name, from the
+ * module (LZCHAN_IOC_PS_SUBS on unbound @fd); returns max_subscribers. */
+static int __lz_dev_subs(int fd, const char *name, struct lzchan_sub_stat *ss, unsigned int n)
+{
+	struct lzchan_ps_sub_stat st[64];
+	struct lzchan_ps_subs q = { .size = sizeof(q), .entry_size = sizeof(st[0]) };
+	uint32_t i;
+
+	memcpy(q.name, name, strlen(name) + 1);
+	do {
+		q.count = n - q.start < 64 ? n - q.start : 64;
+		q.entries = (uintptr_t)st;
+		if (ioctl(fd, LZCHAN_IOC_PS_SUBS, &q) < 0)
+			return -errno;
+		for (i = 0; i < q.count; i++) {
+			struct lzchan_sub_stat *o = &ss[q.start + i];
+
+			memset(o, 0, sizeof(*o));
+			o->state = st[i].state;
+			o->gen = st[i].gen;
+			/* The module closes a place when its holder goes. */
+			o->alive = st[i].state == LZCHAN_LANE_ATTACHED;
+			o->detached = !!(st[i].flags & LZCHAN_PS_SUB_DETACHED);
+			o->pos = st[i].pos;
+			o->lag = st[i].lag;
+			o->lost = st[i].lost;
+		}
+		q.start += q.count;
+	} while (q.count && q.start < n);
+	return (int)q.total;
+}
+
 /* lzchan_stat_lanes() (@ls) and lzchan_stat_subscribers() (@ss): up to @n
- * rows of the shm file of @name; the dev backend shows neither. */
+ * rows of the shm file of @name; the dev backend shows subscribers only. */
 static int __lz_stat_rows(const char *name, struct lzchan_lane_stat *ls,
 			  struct lzchan_sub_stat *ss, unsigned int n)
 {
@@ -382,6 +414,11 @@ static int __lz_stat_rows(const char *name, struct lzchan_lane_stat *ls,
 	if (ret)
 		return ret;
 	fd = __lzchan_pick();
+	if (fd >= 0 && ss) {
+		ret = __lz_dev_subs(fd, name, ss, n);
+		close(fd);
+		return ret;
+	}
 	if (fd >= 0) {
 		close(fd);
 		return -EOPNOTSUPP;
@@ -412,6 +449,5 @@ int lzchan_stat_subscribers(const char *name, struct lzchan_sub_stat *ss, unsign
 
 	if (!ss && n)
 		return -EINVAL;
-	/* The module makes no pub/sub channels yet: -EOPNOTSUPP there too. */
 	return __lz_stat_rows(name, NULL, ss ? ss : &none, n);
 }

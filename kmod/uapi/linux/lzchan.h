@@ -79,11 +79,14 @@ struct lzchan_features {
 #define LZCHAN_FEAT_DEPARTURES	(1ULL << 6)	/* lzchan_shm_hdr.departures */
 #define LZCHAN_FEAT_BYE		(1ULL << 7)	/* BYE; rx_bye, lzchan_shm_lane.bye */
 #define LZCHAN_FEAT_TEMP	(1ULL << 8)	/* LZCHAN_CREATE_TEMP */
+#define LZCHAN_FEAT_PUBSUB	(1ULL << 9)	/* LZCHAN_CREATE_PUBSUB, the
+						 * publisher and subscriber roles,
+						 * PS_PARK, PS_DETACH, PS_SUBS */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
 				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE | \
 				 LZCHAN_FEAT_DEPARTURES | LZCHAN_FEAT_BYE | \
-				 LZCHAN_FEAT_TEMP)
+				 LZCHAN_FEAT_TEMP | LZCHAN_FEAT_PUBSUB)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -105,19 +108,31 @@ struct lzchan_create {
 	char name[LZCHAN_NAME_SIZE];
 	__u32 slot_size;		/* power of two, 64..65536 */
 	__u32 slot_count;		/* power of two, 2..2^24 */
-	__u32 max_senders;		/* lanes, 1..LZCHAN_SENDERS_MAX */
+	union {
+		__u32 max_senders;	/* lanes, 1..LZCHAN_SENDERS_MAX */
+		__u32 max_subscribers;	/* LZCHAN_CREATE_PUBSUB: places,
+					 * 1..LZCHAN_SUBSCRIBERS_MAX */
+	};
 	__s32 numa_node;		/* node id, or LZCHAN_NODE_LOCAL */
 	__u32 mode;			/* permission bits, 0..0777 */
 	__u32 created;			/* out: 1 if this call created it */
-	__u64 reserved[4];
+	__u32 policy;			/* LZCHAN_CREATE_PUBSUB: LZCHAN_PS_*;
+					 * else 0 */
+	__u32 stall_ms;			/* LZCHAN_CREATE_PUBSUB with
+					 * LZCHAN_PS_BACKPRESSURE: see
+					 * lzchan_ps_hdr; else 0 */
+	__u64 reserved[3];
 };
 
 #define LZCHAN_CREATE_EXCL		(1U << 0)	/* fail if the name exists */
 #define LZCHAN_CREATE_NODE_STRICT	(1U << 1)	/* no fallback to other nodes */
 #define LZCHAN_CREATE_TEMP		(1U << 2)	/* the name goes with the
 							 * receiver (LZCHAN_FEAT_TEMP) */
+#define LZCHAN_CREATE_PUBSUB		(1U << 3)	/* a publish/subscribe
+							 * channel (LZCHAN_FEAT_PUBSUB;
+							 * never with TEMP) */
 #define LZCHAN_CREATE_FLAGS		(LZCHAN_CREATE_EXCL | LZCHAN_CREATE_NODE_STRICT | \
-					 LZCHAN_CREATE_TEMP)
+					 LZCHAN_CREATE_TEMP | LZCHAN_CREATE_PUBSUB)
 
 /*
  * LZCHAN_CREATE_TEMP: when a receiver of the channel lets go of it (closes,
@@ -143,11 +158,17 @@ struct lzchan_create {
  * The caller states the layout rules it keeps (abi_version, in): the
  * shared memory is only safe between parties that keep the same ones.
  *
+ * A publish/subscribe channel (LZCHAN_CREATE_PUBSUB) is opened as its one
+ * publisher (write permission) or as one of its subscribers (read
+ * permission), each subscriber in a place of its own (@lane: the place).
+ *
  * Errors: ENOENT (no such name here), EACCES (mode bits), EINVAL (flags),
- * EISCONN (fd already bound), EBUSY (a receiver is attached), EUSERS (every
- * lane is attached or holds a closed sender's messages not yet drained),
- * EPROTO (abi_version is not LZCHAN_ABI_VERSION: a library built for
- * another version of this ABI).
+ * EISCONN (fd already bound), EBUSY (a receiver, or publisher, is
+ * attached), EUSERS (every lane is attached or holds a closed sender's
+ * messages not yet drained; every subscriber place is taken), EPROTOTYPE
+ * (a channel role for a pub/sub channel, or the other way round), EPROTO
+ * (abi_version is not LZCHAN_ABI_VERSION: a library built for another
+ * version of this ABI).
  */
 struct lzchan_open {
 	__u32 size;
@@ -162,6 +183,8 @@ struct lzchan_open {
 
 #define LZCHAN_OPEN_RECEIVER	(1U << 0)
 #define LZCHAN_OPEN_SENDER	(1U << 1)
+#define LZCHAN_OPEN_PUBLISHER	(1U << 2)	/* LZCHAN_FEAT_PUBSUB */
+#define LZCHAN_OPEN_SUBSCRIBER	(1U << 3)	/* LZCHAN_FEAT_PUBSUB */
 
 #define LZCHAN_LANE_NONE	0xffffffffU
 
@@ -211,9 +234,15 @@ struct lzchan_chan_stat {
  * mode, geometry and bytes are visible to every caller, as ipcs(1) shows.
  */
 #define LZCHAN_STAT_HIDDEN	(1U << 0)
-#define LZCHAN_STAT_PUBSUB	(1U << 1)	/* a publish/subscribe channel
-						 * (libchan's shm backend; see
-						 * lzchan_stat_subscribers()) */
+#define LZCHAN_STAT_PUBSUB	(1U << 1)	/* a publish/subscribe channel */
+
+/*
+ * A pub/sub channel's description: senders is 1 while its publisher is
+ * attached, receiver counts the subscribers attached, max_senders is 1,
+ * messages is the publisher's tail, rx_parked counts the parked
+ * subscribers, sender_attaches the publishers there have been; its
+ * subscriber places are described by LZCHAN_IOC_PS_SUBS.
+ */
 
 /*
  * The mmap layout: byte offsets (page-aligned) to pass to mmap() and sizes.
@@ -243,17 +272,47 @@ struct lzchan_layout {
 };
 
 /*
+ * A publish/subscribe channel's layout (see "Publish/subscribe channels"
+ * below for the areas and who writes them).
+ */
+struct lzchan_ps_layout {
+	__u64 info_off;			/* struct lzchan_ps_hdr */
+	__u64 info_size;
+	__u64 pub_off;			/* struct lzchan_ps_pub */
+	__u64 pub_size;
+	__u64 wake_off;			/* struct lzchan_ps_wake */
+	__u64 wake_size;
+	__u64 subs_off;			/* subscriber i at subs_off + i * sub_stride */
+	__u64 sub_stride;
+	__u64 subs_size;
+	__u64 ring_off;			/* slot p % slot_count at ring_off +
+					 * (p % slot_count) * slot_size */
+	__u64 ring_size;
+	__u64 reserved[5];
+};
+
+/*
  * LZCHAN_IOC_INFO (bound fd): the channel, this fd's role, and the layout.
+ * A pub/sub channel (stat.flags has LZCHAN_STAT_PUBSUB) has no channel
+ * layout (zeros): its areas are in ps_layout (since LZCHAN_FEAT_PUBSUB;
+ * a caller that passes the shorter struct gets the channel's part).
  * Errors: EBADFD (fd not bound).
  */
 struct lzchan_info {
 	__u32 size;
 	__u32 flags;			/* 0 */
-	__u32 role;			/* LZCHAN_OPEN_RECEIVER or _SENDER */
-	__u32 lane;			/* sender's lane, else LZCHAN_LANE_NONE */
+	__u32 role;			/* LZCHAN_OPEN_* */
+	__u32 lane;			/* sender's lane, subscriber's place,
+					 * else LZCHAN_LANE_NONE */
 	struct lzchan_chan_stat stat;
 	struct lzchan_layout layout;
 	__u64 reserved[4];
+	/* since LZCHAN_FEAT_PUBSUB: a pub/sub channel's */
+	struct lzchan_ps_layout ps_layout;
+	__u32 max_subscribers;
+	__u32 policy;			/* LZCHAN_PS_* */
+	__u32 stall_ms;
+	__u32 reserved1;
 };
 
 /*
@@ -386,6 +445,9 @@ struct lzchan_usage {
 #define LZCHAN_IOC_USAGE	_IO(LZCHAN_IOC_MAGIC, 0x0a)
 #define LZCHAN_IOC_BYE		_IO(LZCHAN_IOC_MAGIC, 0x0b)
 #define LZCHAN_IOC_RING		_IO(LZCHAN_IOC_MAGIC, 0x0c)
+#define LZCHAN_IOC_PS_PARK	_IO(LZCHAN_IOC_MAGIC, 0x0d)
+#define LZCHAN_IOC_PS_DETACH	_IO(LZCHAN_IOC_MAGIC, 0x0e)
+#define LZCHAN_IOC_PS_SUBS	_IO(LZCHAN_IOC_MAGIC, 0x0f)
 
 /*
  * LZCHAN_IOC_BYE (bound fd, no argument): the caller is about to close it
@@ -540,18 +602,29 @@ struct lzchan_slot_hdr {
  * subscribers.  The publisher writes each message once, into one slot of
  * one ring; every subscriber reads it there, in place or copied, keeping
  * its own position.  The memory-ordering argument is in
- * Documentation/libchan/design.rst ("Publish/subscribe").  libchan's
- * shared-memory backend keeps this layout in its channel file (the
- * module does not make these channels yet: LZCHAN_FEAT_PUBSUB is absent).
+ * Documentation/libchan/design.rst ("Publish/subscribe").  The module
+ * makes them with LZCHAN_CREATE_PUBSUB (LZCHAN_FEAT_PUBSUB); libchan's
+ * shared-memory backend keeps the same layout in its channel file.
  *
- *   area    publisher   subscriber i    written by
- *   info    read        read            the creator (shm) or the kernel
- *   pub     read/write  read            the publisher (tail)
- *   wake    read        read/write      parking subscribers (sleepers);
- *                                       the publisher (wake)
- *   subs    read        line i          subscriber i (its position);
- *                                       the publisher (detached)
- *   ring    read/write  read            the publisher
+ *   area    publisher       subscriber i      written by
+ *   info    read            read              the kernel (shm: the creator,
+ *                                             the publisher)
+ *   pub     read/write      read              the publisher (tail)
+ *   wake    read            read              the kernel (sleepers,
+ *                                             LZCHAN_IOC_PS_PARK); shm: the
+ *                                             subscribers, and the publisher
+ *                                             (wake, a futex word)
+ *   subs    read, with      its own page,     subscriber i (pos, lost); the
+ *           back-pressure   read/write        kernel (status, detached;
+ *           only; else                        shm: the subscriber, the
+ *           not mappable                      publisher)
+ *   ring    read/write      read              the publisher
+ *
+ * With the module a subscriber's place is a page of its own (sub_stride
+ * is the page size): no subscriber can map another's, and the publisher
+ * sees positions only where back-pressure needs them.  What subscriber i
+ * writes on its page misleads at most the back-pressure publisher's
+ * wait (as reading slowly would) and itself.
  */
 #define LZCHAN_PS_MAGIC		0x6c7a7073U	/* "lzps" */
 #define LZCHAN_SUBSCRIBERS_MAX	4096
@@ -563,21 +636,6 @@ struct lzchan_slot_hdr {
 					 * attached subscriber (one stalled
 					 * for stall_ms is detached) */
 
-struct lzchan_ps_layout {
-	__u64 info_off;			/* struct lzchan_ps_hdr */
-	__u64 info_size;
-	__u64 pub_off;			/* struct lzchan_ps_pub */
-	__u64 pub_size;
-	__u64 wake_off;			/* struct lzchan_ps_wake */
-	__u64 wake_size;
-	__u64 subs_off;			/* subscriber i at subs_off + i * sub_stride */
-	__u64 sub_stride;
-	__u64 subs_size;
-	__u64 ring_off;			/* slot p % slot_count at ring_off +
-					 * (p % slot_count) * slot_size */
-	__u64 ring_size;
-	__u64 reserved[5];
-};
 
 struct lzchan_ps_hdr {
 	__u32 magic;			/* LZCHAN_PS_MAGIC */
@@ -644,5 +702,78 @@ struct lzchan_ps_slot {
 };
 
 #define LZCHAN_PS_WRITING	(1ULL << 63)
+
+/*
+ * Pub/sub ioctls (LZCHAN_FEAT_PUBSUB).
+ *
+ * LZCHAN_IOC_SET_EVENTFD on a subscriber's fd registers the eventfd that
+ * LZCHAN_IOC_WAKE and the publisher's departure signal for it.
+ *
+ * LZCHAN_IOC_PS_PARK (subscriber fd, no argument): the caller is about to
+ * sleep on its eventfd.  The kernel marks its place parked and bumps
+ * lzchan_ps_wake.sleepers (a full barrier after), which the publisher
+ * loads once per publish.  The caller then looks at its next slot once
+ * more before it sleeps (the protocol: the design page).  EINVAL: no
+ * eventfd registered; EPERM: the publisher's fd; EPROTOTYPE: a channel's.
+ *
+ * LZCHAN_IOC_WAKE on the publisher's fd (no argument): signal the eventfd
+ * of every parked subscriber, which is then no longer parked.  Returns how
+ * many were signalled.
+ *
+ * LZCHAN_IOC_PS_DETACH (publisher fd, back-pressure): subscriber @place of
+ * generation @gen has stood in the way stall_ms; the kernel stores @gen
+ * in its detached word and signals its eventfd.  ESRCH: nobody of that
+ * generation is there now; EPERM: an overwrite channel, or not the
+ * publisher; EINVAL: @place out of range, flags, reserved.
+ */
+struct lzchan_ps_detach {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	__u32 place;
+	__u32 gen;
+	__u64 reserved[2];
+};
+
+/*
+ * LZCHAN_IOC_PS_SUBS: the subscriber places of a pub/sub channel, for
+ * whoever may read it (read permission, as for subscribing): @name on an
+ * unbound fd, or, with @name empty, the channel the fd is bound to.
+ * @entries points to @count entries of @entry_size bytes (the struct
+ * lzchan_ps_sub_stat the caller knows); the kernel fills min(count,
+ * max_subscribers - start) entries from place @start, and sets @count and
+ * @total (max_subscribers).  Positions and losses are what each
+ * subscriber last published (lazily, unchecked).
+ * Errors: ENOENT, EACCES, EPROTOTYPE (not a pub/sub channel), EINVAL,
+ * EFAULT, EISCONN (a name given on a bound fd).
+ */
+struct lzchan_ps_sub_stat {
+	__u32 state;			/* LZCHAN_LANE_FREE/ATTACHED/CLOSED */
+	__u32 gen;
+	__u64 pos;			/* published position */
+	__u64 lag;			/* the publisher's tail less pos */
+	__u64 lost;			/* as the subscriber counts */
+	__s32 pid;			/* attached: who, in the caller's
+					 * namespaces (0: not visible) */
+	__u32 uid;
+	__u32 gid;
+	__u32 flags;			/* LZCHAN_PS_SUB_* */
+	__u64 reserved[2];
+};
+
+#define LZCHAN_PS_SUB_PARKED	(1U << 0)
+#define LZCHAN_PS_SUB_DETACHED	(1U << 1)
+
+struct lzchan_ps_subs {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	char name[LZCHAN_NAME_SIZE];
+	__u32 entry_size;
+	__u32 count;			/* in: room; out: filled */
+	__u32 start;			/* in: first place */
+	__u32 total;			/* out: max_subscribers */
+	__u64 entries;			/* user pointer */
+	__u64 tail;			/* out: the publisher's tail */
+	__u64 reserved[2];
+};
 
 #endif /* _UAPI_LINUX_LZCHAN_H */
