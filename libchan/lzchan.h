@@ -419,7 +419,8 @@ struct lzchan_sub_stat {
 /*
  * lzchan_stat_subscribers - each subscriber place of pub/sub channel @name.
  * Fills min(@n, places) entries of @ss and returns max_subscribers, or
- * -EPROTOTYPE (@name is a channel), -EOPNOTSUPP (dev backend), -EPROTO (not
+ * -EPROTOTYPE (@name is a channel), -EOPNOTSUPP (a module older than
+ * pub/sub), -EPROTO (not
  * a valid channel file), -ENOENT, -EACCES, -EINVAL.  lzchan_stat() and
  * lzchan_list() describe a pub/sub channel too, with LZCHAN_STAT_PUBSUB in
  * flags: senders is then its publisher (0 or 1), receiver the subscribers
@@ -479,8 +480,8 @@ struct lzchan_ps_opts {
 void lzchan_ps_opts_init(struct lzchan_ps_opts *o);
 
 /* Create pub/sub channel @name; as lzchan_create() (1 created, 0 existed,
- * -EEXIST with LZCHAN_EXCL, -EINVAL, ...), and -EOPNOTSUPP on the dev
- * backend (the module makes no pub/sub channels yet). */
+ * -EEXIST with LZCHAN_EXCL, -EINVAL, ...), and -EOPNOTSUPP with a module
+ * older than pub/sub channels (no LZCHAN_FEAT_PUBSUB). */
 int lzchan_ps_create(const char *name, const struct lzchan_ps_opts *opts,
 		     unsigned int flags);
 

@@ -179,7 +179,7 @@ static int __lzchan_dev_create(int fd, const char *name, uint32_t cflags,
 		c.flags |= LZCHAN_CREATE_PUBSUB | (ps->node_strict ? LZCHAN_CREATE_NODE_STRICT : 0);
 		c.slot_size = ps->slot_size;
 		c.slot_count = ps->slot_count;
-		c.max_subscribers = ps->max_subscribers;
+		c.max_senders = ps->max_subscribers;	/* the places */
 		c.numa_node = ps->numa_node;
 		c.mode = ps->mode;
 		c.policy = ps->policy;

@@ -7,7 +7,7 @@
 # usage: lzchan_cmd_vm.sh [PATH-TO-lzchan]   (default: lzchan-static here)
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:-$here/lzchan-static}
-plan=29
+plan=32
 . "$here/lzchan_vm_tap.sh"
 need_dev
 
@@ -46,7 +46,7 @@ run features
 check "features reports ABI 3 from the module" eval 'rc_is 0 && out_has "^abi_version 3$"'
 run features --json
 check "features --json names the feature bits" \
-	eval 'rc_is 0 && out_has "^{\"abi_version\": 3, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true}$"'
+	eval 'rc_is 0 && out_has "^{\"abi_version\": 3, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true, \"bye\": true, \"temp\": true, \"pubsub\": true}$"'
 
 run limits
 check "limits shows each limit with root's exemption" \
@@ -153,6 +153,25 @@ check "remove each channel" rc_is 0
 run show $p.a
 check "a removed channel is gone: ENOENT and 'lzchan list'" \
 	eval 'rc_is 1 && err_has "(ENOENT)" && err_has "lzchan list"'
+# Publish/subscribe through the module: two subscribers get every line,
+# show lists their places.
+run create $p.ticks --pubsub --slots 16 --subscribers 4
+check "create --pubsub on the module" rc_is 0
+"$tool" subscribe $p.ticks --count 3 >"$tmp/s1.out" 2>"$tmp/s1.err" &
+s1=$!
+"$tool" subscribe $p.ticks --count 3 >"$tmp/s2.out" 2>"$tmp/s2.err" &
+s2=$!
+show_until $p.ticks "subscribers: *2 attached" || true
+printf '1\n2\n3\n' | "$tool" publish $p.ticks 2>"$err"; pr=$?
+wait $s1; r1=$?
+wait $s2; r2=$?
+check "publish and subscribe on the module: every subscriber gets every line" \
+	eval '[ $pr = 0 ] && [ $r1 = 0 ] && [ $r2 = 0 ] && [ "$(cat "$tmp/s1.out")" = "$(printf "1\n2\n3")" ] &&
+	      [ "$(cat "$tmp/s2.out")" = "$(printf "1\n2\n3")" ]'
+run show $p.ticks
+check "show of a module pub/sub channel: its kind and 3 messages" \
+	eval 'rc_is 0 && out_has "publish/subscribe" && out_has "^messages: *3"'
+run remove $p.ticks
 run list
 check "nothing of this run is listed any more" eval "rc_is 0 && ! out_has '^$p\\.'"
 [ $n = $plan ] || { echo "# ran $n tests, planned $plan"; failed=1; }

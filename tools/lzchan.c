@@ -1765,7 +1765,7 @@ static int cmd_features(int argc, char **argv)
 		printf("{\"abi_version\": %u, \"page_size\": %u, \"features\": %llu, "
 		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s, "
 		       "\"placement\": %s, \"nopin\": %s, \"usage\": %s, "
-		       "\"departures\": %s}\n",
+		       "\"departures\": %s, \"bye\": %s, \"temp\": %s, \"pubsub\": %s}\n",
 		       f.abi_version, f.page_size, (unsigned long long)f.features,
 		       (f.features & LZCHAN_FEAT_NUMA) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_EVENTFD) ? "true" : "false",
@@ -1773,7 +1773,10 @@ static int cmd_features(int argc, char **argv)
 		       (f.features & LZCHAN_FEAT_PLACEMENT) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_NOPIN) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_USAGE) ? "true" : "false",
-		       (f.features & LZCHAN_FEAT_DEPARTURES) ? "true" : "false");
+		       (f.features & LZCHAN_FEAT_DEPARTURES) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_BYE) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_TEMP) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_PUBSUB) ? "true" : "false");
 		return 0;
 	}
 	printf("abi_version %u\npage_size %u\nfeatures 0x%llx\n",

@@ -108,11 +108,9 @@ struct lzchan_create {
 	char name[LZCHAN_NAME_SIZE];
 	__u32 slot_size;		/* power of two, 64..65536 */
 	__u32 slot_count;		/* power of two, 2..2^24 */
-	union {
-		__u32 max_senders;	/* lanes, 1..LZCHAN_SENDERS_MAX */
-		__u32 max_subscribers;	/* LZCHAN_CREATE_PUBSUB: places,
-					 * 1..LZCHAN_SUBSCRIBERS_MAX */
-	};
+	__u32 max_senders;		/* lanes, 1..LZCHAN_SENDERS_MAX; with
+					 * LZCHAN_CREATE_PUBSUB the subscriber
+					 * places, 1..LZCHAN_SUBSCRIBERS_MAX */
 	__s32 numa_node;		/* node id, or LZCHAN_NODE_LOCAL */
 	__u32 mode;			/* permission bits, 0..0777 */
 	__u32 created;			/* out: 1 if this call created it */
