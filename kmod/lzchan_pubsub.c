@@ -177,10 +177,9 @@ static int lzchan_ps_attach_subscriber(struct lzchan_chan *chan, u32 *place, u32
 	 * writes the page meanwhile.
 	 */
 	sub = lzchan_ps_sub(chan, i);
-	memset((char *)sub + sizeof(*sub), 0, PAGE_SIZE - sizeof(*sub));
-	memset(sub->pad, 0, sizeof(sub->pad));
-	WRITE_ONCE(sub->lost, 0);
-	WRITE_ONCE(sub->detached, 0);
+	/* All of it, the status too: a zero status (NONE) is one a scan
+	 * skips, as CLOSED. */
+	memset(sub, 0, PAGE_SIZE);
 	WRITE_ONCE(sub->pos, READ_ONCE(lzchan_ps_pub(chan)->tail));
 	/* Full barrier: the position before the status (a publisher's scan
 	 * that sees ATTACHED sees this position or a later store; pairs with
@@ -388,9 +387,8 @@ static void lzchan_ps_sub_describe(struct lzchan_chan *chan, u32 i, u64 tail,
 		out->pid = pid_vnr(l->pid);
 		out->uid = from_kuid_munged(uns, l->euid);
 		out->gid = from_kgid_munged(uns, l->egid);
-		/* Kernel-written under chan->lock, which we hold (a
-		 * subscriber may have overwritten it on its own page: the
-		 * kernel's own record says). */
+		/* Kernel-written, but on the subscriber's own page: what
+		 * it says there now (see the design page's trust note). */
 		if (READ_ONCE(sub->detached) == l->gen)
 			out->flags |= LZCHAN_PS_SUB_DETACHED;
 	}
@@ -417,7 +415,10 @@ int lzchan_ps_subs(struct lzchan_file *f, struct lzchan_ps_subs *s)
 
 	if (s->flags || memchr_inv(s->reserved, 0, sizeof(s->reserved)))
 		return -EINVAL;
-	if (s->entry_size < offsetofend(struct lzchan_ps_sub_stat, flags))
+	/* As LIST bounds its entries: a page each at most, the whole span
+	 * addressable. */
+	if (s->entry_size < offsetofend(struct lzchan_ps_sub_stat, flags) ||
+	    s->entry_size > PAGE_SIZE)
 		return -EINVAL;
 	if (s->name[0]) {
 		if (bound)
@@ -445,11 +446,17 @@ int lzchan_ps_subs(struct lzchan_file *f, struct lzchan_ps_subs *s)
 	tail = READ_ONCE(lzchan_ps_pub(chan)->tail);
 	if (s->start < chan->max_senders)
 		n = min(s->count, chan->max_senders - s->start);
+	/* n <= LZCHAN_SUBSCRIBERS_MAX, entry_size <= PAGE_SIZE: no overflow. */
+	if (!access_ok(dst, (size_t)n * s->entry_size)) {
+		ret = -EFAULT;
+		goto out_put;
+	}
 	for (i = 0; i < n; i++) {
 		size_t len = min_t(size_t, s->entry_size, sizeof(st));
 		char __user *to = dst + (u64)i * s->entry_size;
 
-		lzchan_ps_sub_describe(chan, s->start + i, tail, &st);
+		lzchan_ps_sub_describe(chan, array_index_nospec(s->start + i, chan->max_senders),
+				       tail, &st);
 		if (copy_to_user(to, &st, len) ||
 		    (s->entry_size > len && clear_user(to + len, s->entry_size - len))) {
 			ret = -EFAULT;

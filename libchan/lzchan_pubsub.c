@@ -806,7 +806,9 @@ int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 	if (ch->f.role != LZCHAN_PUBLISHER)
 		return -EBADF;
 	for (;;) {
-		struct timespec ts = { .tv_nsec = 20000 };
+		/* dev overwrite asks the module each time (its lock per
+		 * place): a slower pace there. */
+		struct timespec ts = { .tv_nsec = ps->subs ? 20000 : 1000000 };
 
 		if (__lzchan_guard_lost(ch->guard))
 			return -EIO;
@@ -1241,6 +1243,8 @@ int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *la
 						  PS_DEGRADED_SLEEP_NS : ns);
 			if (r == -EINTR && __lzchan_woken(ch))
 				return -EINTR;
+			if (r && r != -EINTR)
+				return r;	/* our eventfd is broken: no spin */
 			spin_end = 0;
 			continue;
 		}

@@ -374,8 +374,13 @@ static int __lz_dev_subs(int fd, const char *name, struct lzchan_sub_stat *ss, u
 {
 	struct lzchan_ps_sub_stat st[64];
 	struct lzchan_ps_subs q = { .size = sizeof(q), .entry_size = sizeof(st[0]) };
+	struct lzchan_features ft = { .size = sizeof(ft) };
 	uint32_t i;
 
+	if (ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0)
+		return -errno;
+	if (!(ft.features & LZCHAN_FEAT_PUBSUB))
+		return -EOPNOTSUPP;	/* a module older than pub/sub */
 	memcpy(q.name, name, strlen(name) + 1);
 	do {
 		q.count = n - q.start < 64 ? n - q.start : 64;
