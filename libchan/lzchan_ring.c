@@ -1649,8 +1649,12 @@ static void __lz_rx_bell(struct lzchan *ch)
 	 * lane's lock while the message waits in our socket: take hellos
 	 * in promptly (every SOCK_SERVICE_NS at most), or a sender that
 	 * died after saying hello would look alive (lzchan_sock.c).  (The
-	 * liveness looks it serves run on the general look, too.) */
-	if (ch->lsock >= 0) {
+	 * liveness looks it serves run on the general look, too.)  Never
+	 * while parked: a wake byte that arrives after we announced it is
+	 * the sleep's, and the arm's last look must not drain it (the
+	 * sender spends one wake per park; the arm drained before
+	 * announcing, as the futex word is sampled before R2). */
+	if (ch->lsock >= 0 && !(ch->parked & 1)) {
 		uint64_t now = __lzchan_now_ns();
 
 		if (now - ch->sock_serviced_ns >= SOCK_SERVICE_NS) {
