@@ -434,6 +434,8 @@ static int __init lzchan_init(void)
 	BUILD_BUG_ON(offsetof(struct lzchan_placement, nodes) % 8);
 	BUILD_BUG_ON(offsetof(struct lzchan_usage, max_channel_bytes) % 8);
 	BUILD_BUG_ON(sizeof(struct lzchan_usage) % 8);
+	/* A place's words never straddle a page (lzchan_ps_place()). */
+	BUILD_BUG_ON(PAGE_SIZE % sizeof(struct lzchan_ps_place));
 
 	ret = misc_register(&lzchan_misc);
 	if (ret) {

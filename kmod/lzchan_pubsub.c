@@ -12,12 +12,16 @@
  *   info   one page    struct lzchan_ps_hdr, the kernel's
  *   pub    one page    struct lzchan_ps_pub, the publisher's
  *   wake   one page    struct lzchan_ps_wake: sleepers, the kernel's
+ *   places struct lzchan_ps_place per place: status and detached, the
+ *          kernel's, mapped (read-only) by a back-pressure publisher only
  *   subs   a page per place: struct lzchan_ps_sub, pos and lost the
- *          subscriber's, status and detached the kernel's
+ *          subscriber's, a copy of its place's words the kernel's
  *   ring   slot_count slots of slot_size bytes, the publisher's
  *
  * A place's page is mapped only by its subscriber's fd (and, read-only,
  * by a back-pressure publisher's): subscribers never see each other.
+ * Who counts, the publisher learns from the places area, which no
+ * subscriber can write (a subscriber's own page can say anything).
  * The protocol and its memory-ordering argument are on the design page
  * (Documentation/libchan/design.rst, "Publish/subscribe").
  */
@@ -62,6 +66,21 @@ static struct lzchan_ps_sub *lzchan_ps_sub(struct lzchan_chan *chan, u32 i)
 	return lzchan_ps_at(chan, chan->ps_layout.subs_off + (u64)i * PAGE_SIZE);
 }
 
+/* 16 bytes each: a page holds a whole number of them. */
+static struct lzchan_ps_place *lzchan_ps_place(struct lzchan_chan *chan, u32 i)
+{
+	return lzchan_ps_at(chan, chan->ps_layout.places_off +
+				  (u64)i * sizeof(struct lzchan_ps_place));
+}
+
+/* Place @i's status, in the kernel's word and in its subscriber's copy.
+ * Release: see lzchan_shm_set_status_word(). */
+static void lzchan_ps_place_set(struct lzchan_chan *chan, u32 i, u32 gen, u32 state)
+{
+	lzchan_shm_set_status_word(&lzchan_ps_place(chan, i)->status, gen, state);
+	lzchan_shm_set_status_word(&lzchan_ps_sub(chan, i)->status, gen, state);
+}
+
 /* ---- creation ---- */
 
 void lzchan_ps_layout_init(struct lzchan_chan *chan, u64 *bytes)
@@ -75,7 +94,9 @@ void lzchan_ps_layout_init(struct lzchan_chan *chan, u64 *bytes)
 	l->pub_size = PAGE_SIZE;
 	l->wake_off = 2 * PAGE_SIZE;
 	l->wake_size = PAGE_SIZE;
-	l->subs_off = 3 * PAGE_SIZE;
+	l->places_off = 3 * PAGE_SIZE;
+	l->places_size = PAGE_ALIGN((u64)chan->max_senders * sizeof(struct lzchan_ps_place));
+	l->subs_off = l->places_off + l->places_size;
 	l->sub_stride = PAGE_SIZE;
 	l->subs_size = (u64)chan->max_senders * PAGE_SIZE;
 	l->ring_off = l->subs_off + l->subs_size;
@@ -177,16 +198,19 @@ static int lzchan_ps_attach_subscriber(struct lzchan_chan *chan, u32 *place, u32
 	 * writes the page meanwhile.
 	 */
 	sub = lzchan_ps_sub(chan, i);
-	/* All of it, the status too: a zero status (NONE) is one a scan
-	 * skips, as CLOSED. */
+	/* All of it: its copy of the status too (a zero, NONE). */
 	memset(sub, 0, PAGE_SIZE);
 	WRITE_ONCE(sub->pos, READ_ONCE(lzchan_ps_pub(chan)->tail));
+	/* Not detached (the old generation's mark would not match the new
+	 * one anyway). */
+	WRITE_ONCE(lzchan_ps_place(chan, i)->detached, 0);
 	/* Full barrier: the position before the status (a publisher's scan
 	 * that sees ATTACHED sees this position or a later store; pairs with
 	 * its seq_cst loads of status, then pos), and the status before
-	 * whatever the subscriber loads next (its floor; the same page). */
+	 * whatever the subscriber loads next (its floor). */
 	smp_mb();
-	WRITE_ONCE(sub->status, LZCHAN_STATUS(l->gen, LZCHAN_LANE_ATTACHED));
+	WRITE_ONCE(lzchan_ps_place(chan, i)->status, LZCHAN_STATUS(l->gen, LZCHAN_LANE_ATTACHED));
+	WRITE_ONCE(sub->status, LZCHAN_STATUS(l->gen, LZCHAN_LANE_ATTACHED));	/* its copy */
 	smp_mb();
 	*place = i;
 	*gen = l->gen;
@@ -236,8 +260,7 @@ void lzchan_ps_release(struct lzchan_file *f, struct lzchan_chan *chan, bool bye
 		WRITE_ONCE(chan->senders, chan->senders - 1);	/* read unlocked in lzchan_ps_stat() */
 		/* Release: pairs with the publisher's seq_cst load of the
 		 * status in its scan; it stops counting this place. */
-		lzchan_shm_set_status_word(&lzchan_ps_sub(chan, f->lane)->status, l->gen,
-					   LZCHAN_LANE_CLOSED);
+		lzchan_ps_place_set(chan, f->lane, l->gen, LZCHAN_LANE_CLOSED);
 		spin_lock(&chan->evlock);
 		*ev = l->evctx;
 		l->evctx = NULL;
@@ -345,8 +368,10 @@ int lzchan_ps_detach(struct lzchan_file *f, struct lzchan_ps_detach *d)
 	if (l->state != LZCHAN_LANE_ATTACHED || l->gen != d->gen) {
 		ret = -ESRCH;
 	} else {
-		/* Relaxed: the subscriber compares it with its generation at
-		 * its next call (and the publisher at its next scan). */
+		/* Relaxed: the publisher compares the kernel's word with the
+		 * generation at its next scan, the subscriber its copy at
+		 * its next call. */
+		WRITE_ONCE(lzchan_ps_place(chan, place)->detached, d->gen);
 		WRITE_ONCE(lzchan_ps_sub(chan, place)->detached, d->gen);
 		spin_lock(&chan->evlock);
 		if (l->evctx)
@@ -387,9 +412,8 @@ static void lzchan_ps_sub_describe(struct lzchan_chan *chan, u32 i, u64 tail,
 		out->pid = pid_vnr(l->pid);
 		out->uid = from_kuid_munged(uns, l->euid);
 		out->gid = from_kgid_munged(uns, l->egid);
-		/* Kernel-written, but on the subscriber's own page: what
-		 * it says there now (see the design page's trust note). */
-		if (READ_ONCE(sub->detached) == l->gen)
+		/* The kernel's word (not the subscriber's copy). */
+		if (READ_ONCE(lzchan_ps_place(chan, i)->detached) == l->gen)
 			out->flags |= LZCHAN_PS_SUB_DETACHED;
 	}
 	spin_lock(&chan->evlock);
@@ -498,6 +522,11 @@ int lzchan_ps_mmap_area(struct lzchan_file *f, struct lzchan_chan *chan, u64 off
 	} else if (lzchan_ps_in(off, len, l->pub_off, l->pub_size) ||
 		   lzchan_ps_in(off, len, l->ring_off, l->ring_size)) {
 		*writable = pub;
+	} else if (lzchan_ps_in(off, len, l->places_off, l->places_size)) {
+		/* Who counts: a back-pressure publisher's to read only. */
+		if (!pub || chan->policy != LZCHAN_PS_BACKPRESSURE)
+			return -EACCES;
+		*writable = false;
 	} else if (lzchan_ps_in(off, len, l->subs_off, l->subs_size)) {
 		if (pub) {
 			if (chan->policy != LZCHAN_PS_BACKPRESSURE)

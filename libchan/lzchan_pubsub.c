@@ -42,8 +42,12 @@ struct __lzchan_ps {
 	struct lzchan_ps_pub *pub;
 	struct lzchan_ps_wake *wake;
 	char *subs;
+	char *places;			/* each place's status and detached:
+					 * the module's places area (dev
+					 * back-pressure publisher), or the
+					 * words on the subscribers' pages (shm) */
 	char *ring;
-	uint64_t sub_stride;
+	uint64_t sub_stride, place_stride;
 	uint32_t slot_size, slot_shift, slot_count, mask, max_msg, max_subs, policy;
 	uint64_t stall_ns;
 	uint32_t gen;			/* our generation (publisher, subscriber) */
@@ -97,6 +101,17 @@ static inline struct lzchan_ps_sub *__ps_sub(const struct __lzchan_ps *ps, uint3
 {
 	return (struct lzchan_ps_sub *)(ps->subs + (size_t)i * ps->sub_stride);
 }
+
+/* Place @i's words as a back-pressure publisher reads them (who counts). */
+static inline struct lzchan_ps_place *__ps_place(const struct __lzchan_ps *ps, uint32_t i)
+{
+	return (struct lzchan_ps_place *)(ps->places + (size_t)i * ps->place_stride);
+}
+
+/* On shm the words are a subscriber page's own: the same two, as far apart. */
+_Static_assert(offsetof(struct lzchan_ps_sub, detached) - offsetof(struct lzchan_ps_sub, status) ==
+		       offsetof(struct lzchan_ps_place, detached),
+	       "a place's words as on a subscriber's page");
 
 /* ---- geometry and layout ---- */
 
@@ -187,16 +202,16 @@ static uint64_t __ps_slowest(const struct __lzchan_ps *ps, uint32_t skip, uint64
 	uint32_t i;
 
 	for (i = 0; i < ps->max_subs; i++) {
-		const struct lzchan_ps_sub *s = __ps_sub(ps, i);
+		const struct lzchan_ps_place *w = __ps_place(ps, i);
 		uint64_t st, p;
 
 		if (i == skip)
 			continue;
-		st = __atomic_load_n(&s->status, __ATOMIC_SEQ_CST);
+		st = __atomic_load_n(&w->status, __ATOMIC_SEQ_CST);
 		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED ||
-		    __lz_load(&s->detached) == LZCHAN_STATUS_GEN(st))
+		    __lz_load(&w->detached) == LZCHAN_STATUS_GEN(st))
 			continue;
-		p = __atomic_load_n(&s->pos, __ATOMIC_SEQ_CST);
+		p = __atomic_load_n(&__ps_sub(ps, i)->pos, __ATOMIC_SEQ_CST);
 		if (p < min)
 			min = p;
 	}
@@ -274,8 +289,18 @@ static void __ps_sub_start(struct __lzchan_ps *ps, uint32_t history, bool status
 		__atomic_store_n(&s->status, LZCHAN_STATUS(ps->gen, LZCHAN_LANE_ATTACHED),
 				 __ATOMIC_SEQ_CST);
 	if (ps->policy == LZCHAN_PS_BACKPRESSURE) {
-		uint64_t floor = __ps_join_floor(ps);
+		uint64_t floor = __ps_join_floor(ps), t;
 
+		/* The floor bounds what is written from now on; what was
+		 * written before (under rooms that never counted us, while
+		 * our position was on its way: a fault on a new page, a
+		 * preemption) lies below the tail now.  The oldest position
+		 * still intact is a ring short of it (the publisher may be
+		 * writing at the tail).  Seq_cst: after the floor's loads;
+		 * pairs with the publisher's release store of tail. */
+		t = __atomic_load_n(&ps->pub->tail, __ATOMIC_SEQ_CST);
+		if (t >= ps->slot_count && t - (ps->slot_count - 1) > floor)
+			floor = t - (ps->slot_count - 1);
 		if (floor > at) {
 			at = floor;
 			__atomic_store_n(&s->pos, at, __ATOMIC_SEQ_CST);
@@ -392,6 +417,8 @@ static void __ps_point(struct __lzchan_ps *ps, char *base, const struct lzchan_p
 	ps->wake = (struct lzchan_ps_wake *)(base + l->wake_off);
 	ps->subs = base + l->subs_off;
 	ps->sub_stride = l->sub_stride;
+	ps->places = ps->subs + offsetof(struct lzchan_ps_sub, status);
+	ps->place_stride = l->sub_stride;
 	ps->ring = base + l->ring_off;
 }
 
@@ -464,7 +491,8 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 	uint64_t page = sysconf(_SC_PAGESIZE);
 	struct lzchan_set_eventfd e = { .size = sizeof(e) };
 	struct __lzchan_ps *ps;
-	char *info, *puba, *wake, *ring, *subs = NULL;
+	char *info, *puba, *wake, *ring, *subs = NULL, *places = NULL;
+	bool bp_pub = pub && in->policy == LZCHAN_PS_BACKPRESSURE;
 	int ret;
 
 	if (__lzchan_ps_geom_check(in->stat.slot_size, in->stat.slot_count, in->max_subscribers,
@@ -473,6 +501,7 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 	    l->wake_size < sizeof(struct lzchan_ps_wake) || l->sub_stride < page ||
 	    l->subs_size / l->sub_stride < in->max_subscribers ||
 	    l->ring_size < (uint64_t)in->stat.slot_count * in->stat.slot_size ||
+	    l->places_size / sizeof(struct lzchan_ps_place) < in->max_subscribers ||
 	    (!pub && ch->lane >= in->max_subscribers))
 		return -EPROTO;
 	ret = __ps_new(ch, in->stat.slot_size, in->stat.slot_count, in->max_subscribers,
@@ -481,8 +510,8 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 		return ret;
 	ps = ch->ps;
 	ps->dev = true;
-	ch->maps = calloc(5, sizeof(*ch->maps));
-	ch->map_lens = calloc(5, sizeof(*ch->map_lens));
+	ch->maps = calloc(6, sizeof(*ch->maps));
+	ch->map_lens = calloc(6, sizeof(*ch->map_lens));
 	if (!ch->maps || !ch->map_lens)
 		return -ENOMEM;
 	info = __ps_map(ch, l->info_off, l->info_size, PROT_READ);
@@ -491,20 +520,27 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 	ring = __ps_map(ch, l->ring_off, l->ring_size, pub ? PROT_READ | PROT_WRITE : PROT_READ);
 	if (!info || !puba || !wake || !ring)
 		return -errno;
-	/* The places: a back-pressure publisher reads them all; a subscriber
-	 * maps its own page (and can map no other). */
-	if (pub && in->policy == LZCHAN_PS_BACKPRESSURE)
+	/* The places: a back-pressure publisher reads them all, and the
+	 * module's words on who counts; a subscriber maps its own page (and
+	 * can map no other, nor the module's words). */
+	if (bp_pub) {
 		subs = __ps_map(ch, l->subs_off, l->subs_size, PROT_READ);
-	else if (!pub)
+		places = __ps_map(ch, l->places_off, l->places_size, PROT_READ);
+		if (!subs || !places)
+			return -errno;
+	} else if (!pub) {
 		subs = __ps_map(ch, l->subs_off + (uint64_t)ch->lane * l->sub_stride, l->sub_stride,
 				PROT_READ | PROT_WRITE);
-	if ((subs == NULL) != (pub && in->policy != LZCHAN_PS_BACKPRESSURE))
-		return -errno;
+		if (!subs)
+			return -errno;
+	}
 	ps->hdr = (struct lzchan_ps_hdr *)info;
 	ps->pub = (struct lzchan_ps_pub *)puba;
 	ps->wake = (struct lzchan_ps_wake *)wake;
 	ps->ring = ring;
 	ps->sub_stride = l->sub_stride;
+	ps->places = places;
+	ps->place_stride = sizeof(struct lzchan_ps_place);
 	ch->claimed = true;
 	if (pub) {
 		ps->subs = subs;	/* NULL with overwrite */
@@ -570,17 +606,18 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 	__atomic_store_n(&ps->pub->scan_at, ps->tail, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&ps->pub->scan_seq, ++ps->scan_seq, __ATOMIC_SEQ_CST);
 	for (i = 0; i < ps->max_subs; i++) {
-		struct lzchan_ps_sub *s = __ps_sub(ps, i);
+		struct lzchan_ps_place *w = __ps_place(ps, i);
 		uint64_t st, pos;
 
 		/* Seq_cst: see __ps_claim().  Acquire in effect: pairs with
 		 * the subscriber's release store of pos, after its reads of
-		 * the slots below it. */
-		st = __atomic_load_n(&s->status, __ATOMIC_SEQ_CST);
+		 * the slots below it.  Who counts from the place's words
+		 * (the module's own, dev), the position from its page. */
+		st = __atomic_load_n(&w->status, __ATOMIC_SEQ_CST);
 		if (LZCHAN_STATUS_STATE(st) != LZCHAN_LANE_ATTACHED ||
-		    __lz_load(&s->detached) == LZCHAN_STATUS_GEN(st))
+		    __lz_load(&w->detached) == LZCHAN_STATUS_GEN(st))
 			continue;
-		pos = __atomic_load_n(&s->pos, __ATOMIC_SEQ_CST);
+		pos = __atomic_load_n(&__ps_sub(ps, i)->pos, __ATOMIC_SEQ_CST);
 		if (pos + ps->slot_count > p) {
 			if (pos < min)
 				min = pos;	/* not in the way: the room it leaves */
@@ -602,7 +639,7 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 		 * would close it. */
 		if (!ps->dev && now - ps->seen_ns[i] >= PS_LIVENESS_NS &&
 		    __ps_place_alive(ch, i) == 0) {
-			if (__atomic_compare_exchange_n(&s->status, &st,
+			if (__atomic_compare_exchange_n(&w->status, &st,
 					LZCHAN_STATUS(LZCHAN_STATUS_GEN(st), LZCHAN_LANE_CLOSED),
 					false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 				continue;
@@ -621,7 +658,7 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 			} else {
 				/* Relaxed: the subscriber's acquire load of its
 				 * status orders nothing on it; it compares. */
-				__lz_store(&s->detached, LZCHAN_STATUS_GEN(st));
+				__lz_store(&w->detached, LZCHAN_STATUS_GEN(st));
 			}
 			ps->seen_ns[i] = 0;
 			continue;

@@ -1160,6 +1160,9 @@ TEST(module_mappings_keep_subscribers_out)
 	EXPECT_EQ(-EACCES, ps_map_try(sfd, l->subs_off + (uint64_t)((sin.lane + 1) % 4) * page,
 				      page, PROT_READ));
 	EXPECT_EQ(-EACCES, ps_map_try(sfd, l->subs_off, l->subs_size, PROT_READ));
+	/* Nor the module's words on every place. */
+	EXPECT_LE(4 * sizeof(struct lzchan_ps_place), l->places_size);
+	EXPECT_EQ(-EACCES, ps_map_try(sfd, l->places_off, l->places_size, PROT_READ));
 	EXPECT_EQ(-EINVAL, ps_map_try(sfd, l->ring_off + l->ring_size, page, PROT_READ));
 	EXPECT_EQ(-EINVAL, ps_map_try(sfd, l->wake_off, 2 * page, PROT_READ));
 
@@ -1189,6 +1192,7 @@ TEST(module_mappings_keep_subscribers_out)
 	EXPECT_EQ(0, ps_map_try(pfd, pin.ps_layout.ring_off, pin.ps_layout.ring_size,
 				PROT_READ | PROT_WRITE));
 	EXPECT_EQ(-EACCES, ps_map_try(pfd, pin.ps_layout.subs_off, page, PROT_READ));
+	EXPECT_EQ(-EACCES, ps_map_try(pfd, pin.ps_layout.places_off, page, PROT_READ));
 	EXPECT_EQ(-EACCES, ps_map_try(pfd, pin.ps_layout.wake_off, page, PROT_READ | PROT_WRITE));
 	close(pfd);
 	lzchan_unlink("ps");
@@ -1200,7 +1204,101 @@ TEST(module_mappings_keep_subscribers_out)
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(0, ps_map_try(pfd, oin.ps_layout.subs_off, oin.ps_layout.subs_size, PROT_READ));
 	EXPECT_EQ(-EACCES, ps_map_try(pfd, oin.ps_layout.subs_off, page, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(0, ps_map_try(pfd, oin.ps_layout.places_off, oin.ps_layout.places_size,
+				PROT_READ));
+	EXPECT_EQ(-EACCES, ps_map_try(pfd, oin.ps_layout.places_off, oin.ps_layout.places_size,
+				      PROT_READ | PROT_WRITE));
 	close(pfd);
+	ps_dir_done(dir, "ps");
+}
+
+/*
+ * A detached subscriber that writes its own page back to "attached, not
+ * detached, at position 0" holds a back-pressure publisher no more: who
+ * counts is the module's word, which it cannot write.  (Its stall would
+ * be a minute here: a publisher misled by the page would be refused.)
+ */
+TEST(module_forged_place_holds_nobody)
+{
+	struct lzchan_ps_opts o = ps_opts(256, 16, 4, LZCHAN_PS_BACKPRESSURE);
+	struct lzchan_ps_detach d = { .size = sizeof(d) };
+	struct lzchan_ps_sub_stat ss[4];
+	struct lzchan_ps_subs q = { .size = sizeof(q), .entry_size = sizeof(ss[0]),
+				    .count = 4 };
+	struct lzchan_info pin, sin;
+	const struct lzchan_ps_place *w;
+	struct lzchan_ps_sub *me;
+	long page = sysconf(_SC_PAGESIZE);
+	struct lzchan *pub, *good;
+	char buf[256], dir[64];
+	uint64_t i, st;
+	int pfd, sfd;
+	void *pl;
+
+	if (!lz_expect_dev())
+		SKIP(return, "the module's places (the VM rig)");
+	o.stall_ms = 60000;
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	sfd = ps_raw_open("ps", LZCHAN_OPEN_SUBSCRIBER, &sin);
+	ASSERT_LE(0, sfd);
+	me = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, sfd,
+		  (off_t)(sin.ps_layout.subs_off + (uint64_t)sin.lane * page));
+	ASSERT_NE(MAP_FAILED, me);
+	st = me->status;
+	EXPECT_EQ(LZCHAN_LANE_ATTACHED, LZCHAN_STATUS_STATE(st));
+	/* A raw publisher detaches it, and leaves. */
+	pfd = ps_raw_open("ps", LZCHAN_OPEN_PUBLISHER, &pin);
+	ASSERT_LE(0, pfd);
+	pl = mmap(NULL, pin.ps_layout.places_size, PROT_READ, MAP_SHARED, pfd,
+		  (off_t)pin.ps_layout.places_off);
+	ASSERT_NE(MAP_FAILED, pl);
+	w = (const struct lzchan_ps_place *)pl + sin.lane;
+	EXPECT_EQ(st, w->status);
+	EXPECT_EQ(0, w->detached);
+	d.place = sin.lane;
+	d.gen = LZCHAN_STATUS_GEN(st);
+	ASSERT_EQ(0, ioctl(pfd, LZCHAN_IOC_PS_DETACH, &d));
+	EXPECT_EQ(d.gen, w->detached);
+	EXPECT_EQ(d.gen, me->detached);		/* its copy says so too */
+	munmap(pl, pin.ps_layout.places_size);
+	close(pfd);
+
+	/* It forges its page; the module's words do not change. */
+	me->detached = 0;
+	me->pos = 0;
+	me->status = st;
+	q.entries = (uintptr_t)ss;
+	strcpy(q.name, "ps");
+	{
+		int fd = open(LZCHAN_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, ioctl(fd, LZCHAN_IOC_PS_SUBS, &q));
+		close(fd);
+	}
+	EXPECT_TRUE(ss[sin.lane].flags & LZCHAN_PS_SUB_DETACHED);
+
+	/* A publisher and a subscriber that keeps up: four rings go by
+	 * with no refusal, while the forger's page says position 0. */
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	ASSERT_EQ(0, lzchan_subscribe(&good, "ps", 0, 0));
+	for (i = 0; i < 64; i++) {
+		char msg[256];
+		int r;
+
+		/* No wait: a refusal (-EAGAIN) is the failure. */
+		ASSERT_EQ(0, lzchan_send(pub, msg, ps_fill(msg, i, 200)))
+			TH_LOG("message %llu", (unsigned long long)i);
+		r = lzchan_recv(good, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, i, 200));
+		me->detached = 0;		/* and again */
+	}
+	lzchan_close(good);
+	lzchan_close(pub);
+	munmap(me, page);
+	close(sfd);
 	ps_dir_done(dir, "ps");
 }
 

@@ -286,7 +286,12 @@ struct lzchan_ps_layout {
 	__u64 ring_off;			/* slot p % slot_count at ring_off +
 					 * (p % slot_count) * slot_size */
 	__u64 ring_size;
-	__u64 reserved[5];
+	__u64 places_off;		/* struct lzchan_ps_place[max_subscribers]
+					 * (the module's); a size of 0: each
+					 * place's words are on its subscriber's
+					 * page (libchan's shm file) */
+	__u64 places_size;
+	__u64 reserved[3];
 };
 
 /*
@@ -612,17 +617,24 @@ struct lzchan_slot_hdr {
  *                                             LZCHAN_IOC_PS_PARK); shm: the
  *                                             subscribers, and the publisher
  *                                             (wake, a futex word)
+ *   places  read, with      not mappable      the kernel (status, detached
+ *           back-pressure                     of every place; module only)
+ *           only
  *   subs    read, with      its own page,     subscriber i (pos, lost); the
- *           back-pressure   read/write        kernel (status, detached;
- *           only; else                        shm: the subscriber, the
- *           not mappable                      publisher)
+ *           back-pressure   read/write        kernel (its copy of status and
+ *           only; else                        detached; shm: the words
+ *           not mappable                      themselves, written by the
+ *                                             subscriber and the publisher)
  *   ring    read/write      read              the publisher
  *
  * With the module a subscriber's place is a page of its own (sub_stride
  * is the page size): no subscriber can map another's, and the publisher
- * sees positions only where back-pressure needs them.  What subscriber i
- * writes on its page misleads at most the back-pressure publisher's
- * wait (as reading slowly would) and itself.
+ * sees positions only where back-pressure needs them.  Whether a place
+ * counts (attached, not detached) the publisher reads from the kernel's
+ * places area, which no subscriber can write; what subscriber i writes
+ * on its page (its position) misleads at most the back-pressure
+ * publisher's wait, as reading slowly would, until it is detached for
+ * standing still, and itself.
  */
 #define LZCHAN_PS_MAGIC		0x6c7a7073U	/* "lzps" */
 #define LZCHAN_SUBSCRIBERS_MAX	4096
@@ -677,12 +689,23 @@ struct lzchan_ps_wake {
 struct lzchan_ps_sub {
 	__u64 pos;			/* next position to read, published
 					 * lazily (back-pressure's room, lag) */
-	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*) */
-	__u32 detached;			/* = gen once detached for stalling */
+	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*);
+					 * module: a copy of its place's */
+	__u32 detached;			/* = gen once detached for stalling;
+					 * module: a copy of its place's */
 	__u32 pad0;
 	__u64 lost;			/* messages lost so far (statistics) */
 	__u64 pad[12];
 };					/* 128 bytes, one per subscriber */
+
+/* The module's words for place i (the places area): what a back-pressure
+ * publisher believes about who counts.  The same two words, at the same
+ * distance, as status and detached in struct lzchan_ps_sub. */
+struct lzchan_ps_place {
+	__u64 status;			/* LZCHAN_STATUS(gen, LZCHAN_LANE_*) */
+	__u32 detached;			/* = gen once detached for stalling */
+	__u32 pad0;
+};					/* 16 bytes */
 
 /*
  * A pub/sub slot: this header, then the payload (up to slot_size - 16
