@@ -277,13 +277,15 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
 /* ---- event loops ---- */
 
 /*
- * A file descriptor that becomes readable when the receiver should look
- * at the channel, for epoll/poll/io_uring.  Before waiting on it call
- * lzchan_arm(): 0 means armed (wait), -EAGAIN means messages are waiting
- * (receive them first).  Receiving disarms.  The module's eventfd, or on
- * shm an epoll set over the receiver's Unix socket (lzchan_sock.c).
- * Errors: -EBADF for a sender; -EOPNOTSUPP on shm when the receiver could
- * not create its socket; -ENOSYS (arm) without membarrier.
+ * A file descriptor that becomes readable when the receiver (or a
+ * subscriber) should look at the channel, for epoll/poll/io_uring.  Before
+ * waiting on it call lzchan_arm(): 0 means armed (wait), -EAGAIN means
+ * messages are waiting (receive them first).  Receiving disarms.  The
+ * module's eventfd, or on shm an epoll set over the receiver's Unix socket
+ * (lzchan_sock.c) -- a subscriber's: over an inotify watch of the channel
+ * file, whose times the publisher's wake touches.  Errors: -EBADF for a
+ * sender or a publisher; -EOPNOTSUPP on shm when the receiver could not
+ * create its socket; -ENOSYS (arm) without membarrier.
  */
 int lzchan_event_fd(struct lzchan *ch);
 int lzchan_arm(struct lzchan *ch);
@@ -449,8 +451,10 @@ int lzchan_stat_origin(const char *name, uint32_t lane, struct lzchan_origin *o,
  * lzchan_recv_batch() and lzchan_release() (views: lane 0).  A message
  * fits one slot: at most slot_size - 16 bytes (lzchan_geometry()'s
  * max_msg).  Opening a channel as one kind and a pub/sub channel as the
- * other fails with -EPROTOTYPE.  Shm backend only for now: the module
- * refuses them (-EOPNOTSUPP from lzchan_ps_create()).
+ * other fails with -EPROTOTYPE.  Both backends (a module older than
+ * pub/sub channels refuses them: -EOPNOTSUPP from lzchan_ps_create()).
+ * An event loop waits on lzchan_event_fd() after lzchan_arm(), as a
+ * receiver does.
  *
  * What a subscriber's calls return besides the channel's:
  *   -EOVERFLOW   (LZCHAN_PS_OVERWRITE) the publisher overwrote messages

@@ -278,6 +278,8 @@ int __lzchan_ps_end_cause(struct lzchan *ch, uint32_t lane);
 int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane,
 			  int64_t timeout_ns);
 void __lzchan_ps_kick(struct lzchan *ch);
+int __lzchan_ps_event_fd(struct lzchan *ch);
+int __lzchan_ps_arm(struct lzchan *ch);
 int __lzchan_ps_describe(int fd, const struct __lzchan_shm_file *h, uint64_t size,
 			 struct lzchan_chan_stat *out, struct lzchan_sub_stat *ss, unsigned int n);
 

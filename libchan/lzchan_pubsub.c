@@ -18,12 +18,17 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +40,11 @@
 #define PS_LIVENESS_NS		1000000ULL
 #define PS_BLIND_SLEEP_NS	50000000ULL
 #define PS_DEGRADED_SLEEP_NS	1000000ULL
+/* An armed shm event fd's timer: once a second, or, after the channel
+ * file was closed by a writer (perhaps the publisher, dying), just past
+ * the liveness look's pace this many times. */
+#define PS_EVENT_SWEEP_S	1
+#define PS_CLOSE_LOOKS		20
 
 struct __lzchan_ps {
 	/* the areas, as mapped */
@@ -56,6 +66,13 @@ struct __lzchan_ps {
 					 * through eventfds (ioctls below) */
 	int fd;				/* the handle's fd */
 	int evfd;			/* dev subscriber: our eventfd */
+	/* shm subscriber's event fd (lzchan_event_fd()), made at first
+	 * ask: an epoll set of an inotify watch on the channel file (the
+	 * publisher's wakes touch its times; its death closes it), an
+	 * eventfd of our own (lzchan_wake()) and a one-shot timer (a
+	 * publisher that dies shows in its lock, looked at on the timer) */
+	int ep, ino, kick, tfd;
+	unsigned int close_looks;	/* quick looks left after a close */
 
 	/* publisher */
 	uint64_t tail;			/* next position to write */
@@ -371,7 +388,7 @@ static int __ps_new(struct lzchan *ch, uint32_t slot_size, uint32_t slot_count,
 		return -ENOMEM;
 	ch->ps = ps;
 	ps->fd = ch->fd;
-	ps->evfd = -1;
+	ps->evfd = ps->ep = ps->ino = ps->kick = ps->tfd = -1;
 	if (ch->f.role == LZCHAN_PUBLISHER) {
 		ps->seen_pos = calloc(max_subs, sizeof(*ps->seen_pos));
 		ps->seen_ns = calloc(max_subs, sizeof(*ps->seen_ns));
@@ -578,6 +595,12 @@ static void __ps_wake_all(struct __lzchan_ps *ps)
 	}
 	__atomic_fetch_add(&ps->wake->wake, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &ps->wake->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	/* Subscribers waiting on an event fd: one touch of the file's
+	 * times reaches every one (their inotify, IN_ATTRIB).  Relaxed:
+	 * loaded after the seq_cst increment above; a subscriber counts
+	 * itself before it first arms (lzchan_event_fd()). */
+	if (__lz_load(&ps->wake->watchers))
+		(void)futimens(ps->fd, NULL);
 }
 
 /*
@@ -1303,10 +1326,177 @@ void __lzchan_ps_kick(struct lzchan *ch)
 
 	if (ch->f.role != LZCHAN_SUBSCRIBER)
 		return;
-	if (ch->ps->dev)
+	if (ch->ps->dev) {
 		(void)!write(ch->ps->evfd, &one, sizeof(one));	/* our own eventfd */
-	else
-		__ps_wake_all(ch->ps);
+		return;
+	}
+	if (ch->ps->kick >= 0)
+		(void)!write(ch->ps->kick, &one, sizeof(one));	/* our event fd */
+	__ps_wake_all(ch->ps);
+}
+
+/* ---- the event fd (lzchan_event_fd(), lzchan_arm()) ---- */
+
+/* shm: make our event fd (see struct __lzchan_ps).  The publisher's wake
+ * touches the file's times only while watchers counts someone: we count
+ * ourselves before our first arm. */
+static int __ps_event_setup(struct lzchan *ch, struct __lzchan_ps *ps)
+{
+	char path[64];
+	struct epoll_event e = { .events = EPOLLIN };
+	int r;
+
+	ps->ep = epoll_create1(EPOLL_CLOEXEC);
+	ps->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ps->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ps->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ps->ep < 0 || ps->ino < 0 || ps->kick < 0 || ps->tfd < 0)
+		goto fail;
+	/* Our own open file, by its /proc name: the channel's name may
+	 * have been unlinked or replaced since we opened it. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ps->fd);
+	if (inotify_add_watch(ps->ino, path, IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY) < 0)
+		goto fail;
+	if (epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->ino, &e) < 0 ||
+	    epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->kick, &e) < 0 ||
+	    epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->tfd, &e) < 0)
+		goto fail;
+	/* Relaxed: ordered before our parks by their seq_cst increment
+	 * of sleepers, which the publisher's wake follows. */
+	__atomic_fetch_add(&ps->wake->watchers, 1, __ATOMIC_RELAXED);
+	(void)ch;
+	return 0;
+fail:
+	r = -errno;
+	if (ps->ep >= 0)
+		close(ps->ep);
+	if (ps->ino >= 0)
+		close(ps->ino);
+	if (ps->kick >= 0)
+		close(ps->kick);
+	if (ps->tfd >= 0)
+		close(ps->tfd);
+	ps->ep = ps->ino = ps->kick = ps->tfd = -1;
+	return r;
+}
+
+int __lzchan_ps_event_fd(struct lzchan *ch)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	int r;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	if (ps->dev)
+		return ps->evfd;	/* the module signals it */
+	if (ps->ep < 0) {
+		r = __ps_event_setup(ch, ps);
+		if (r)
+			return r;
+	}
+	return ps->ep;
+}
+
+/* Empty what made our event fd readable. */
+static void __ps_event_drain(struct __lzchan_ps *ps)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	uint64_t v;
+
+	if (ps->dev) {
+		(void)!read(ps->evfd, &v, sizeof(v));
+		return;
+	}
+	for (;;) {
+		ssize_t n = read(ps->ino, buf, sizeof(buf)), o;
+
+		if (n <= 0)
+			break;
+		/* The kernel's records, whole (each a header and its name). */
+		for (o = 0; o + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const void *)(buf + o);
+
+			if (ev->mask & IN_CLOSE_WRITE)
+				ps->close_looks = PS_CLOSE_LOOKS;
+			o += sizeof(*ev) + ev->len;
+		}
+	}
+	(void)!read(ps->kick, &v, sizeof(v));
+	(void)!read(ps->tfd, &v, sizeof(v));
+}
+
+/* Would our next call say something (a message, a lap, a detach, an
+ * end)?  Looks only: what it finds is the next call's to report. */
+static bool __ps_pending(struct lzchan *ch, struct __lzchan_ps *ps)
+{
+	uint64_t q = ps->peek, seq, st;
+
+	if (__lzchan_guard_lost(ch->guard) || __lzchan_cut(&ch->f))
+		return true;
+	/* Relaxed: only compared (as __ps_rx_check()). */
+	if (__lz_load(&ps->me->detached) == ps->gen)
+		return true;
+	/* Acquire: pairs with the publisher's release store of seq.
+	 * Ready, or written past us (a lap); a write of our position in
+	 * progress is not yet, and its publish sees us parked. */
+	seq = __lz_load_acq(&__ps_slot(ps, q)->seq);
+	if (seq == q + 1 || (seq & ~LZCHAN_PS_WRITING) > q + 1)
+		return true;
+	/* Pairs with the release store of GONE: an end not yet told. */
+	st = __lz_load_acq(&ps->hdr->pub_status);
+	return LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE && st != ps->pub_st;
+}
+
+/*
+ * Arm: as lzchan_recv_wait() parks (the module's PS_PARK, or our count
+ * in sleepers), publish our position whole, the heavy barrier, then look
+ * once more: -EAGAIN if there is something to receive.  A publish after
+ * our barrier sees sleepers moved and wakes: the module signals our
+ * eventfd, on shm the file's times move.  Without membarrier the
+ * publisher may miss us: -ENOSYS, as a channel's arm.
+ */
+int __lzchan_ps_arm(struct lzchan *ch)
+{
+	struct __lzchan_ps *ps = ch->ps;
+	struct itimerspec blind = { .it_value.tv_sec = PS_EVENT_SWEEP_S };
+	int r;
+
+	if (ch->f.role != LZCHAN_SUBSCRIBER)
+		return -EBADF;
+	if (!ps->dev && ps->ep < 0) {
+		r = __ps_event_setup(ch, ps);
+		if (r)
+			return r;
+	}
+	__ps_event_drain(ps);
+	if (ps->dev) {
+		/* Fully ordered in the module (pairs as in recv_wait). */
+		if (ioctl(ps->fd, LZCHAN_IOC_PS_PARK) < 0)
+			return -errno;
+	} else {
+		/* Pairs with the publisher's load of sleepers after its
+		 * publish (__ps_end()). */
+		__atomic_fetch_add(&ps->wake->sleepers, 1, __ATOMIC_SEQ_CST);
+	}
+	__ps_publish_pos(ps, ps->peek == ps->pos);
+	if (__lzchan_heavy_barrier(ch))
+		return -ENOSYS;
+	if (__ps_pending(ch, ps))
+		return -EAGAIN;
+	/* shm: a publisher that dies wakes nobody but by its file's close,
+	 * which comes just before its lock frees: after a close, look
+	 * again every millisecond a few times, else once a second (the
+	 * next receive looks at its lock). */
+	if (ps->dev)
+		return 0;
+	if (ps->close_looks) {
+		ps->close_looks--;
+		blind.it_value.tv_sec = 0;
+		blind.it_value.tv_nsec = PS_LIVENESS_NS + 100000;
+	}
+	if (timerfd_settime(ps->tfd, 0, &blind, NULL) < 0)
+		return -errno;
+	return 0;
 }
 
 /* ---- describing (lzchan_stat(), lzchan_stat_subscribers()) ---- */
@@ -1422,6 +1612,15 @@ void __lzchan_ps_close(struct lzchan *ch, bool clean)
 				       LZCHAN_STATUS(ps->gen, LZCHAN_LANE_CLOSED));
 			__lzchan_unlock(ch->fd, LOCK_BASE + 1 + ps->place);
 		}
+	}
+	if (ps->ep >= 0) {
+		/* Relaxed: a count the publisher only tests. */
+		if (!__lzchan_guard_lost(ch->guard))
+			__atomic_fetch_sub(&ps->wake->watchers, 1, __ATOMIC_RELAXED);
+		close(ps->ep);
+		close(ps->ino);
+		close(ps->kick);
+		close(ps->tfd);
 	}
 	free(ps->seen_pos);
 	free(ps->seen_ns);

@@ -948,7 +948,7 @@ static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
 	    ((flags & LZCHAN_EXCL) && !(flags & LZCHAN_CREATE)) ||
 	    ((flags & LZCHAN_TEMP) && (!(flags & LZCHAN_CREATE) || role != LZCHAN_RECEIVER)) ||
 	    ((flags & LZCHAN_CREATE) && role == LZCHAN_SUBSCRIBER) ||
-	    (__lz_ps_role(role) && opts))
+	    (role == LZCHAN_PUBLISHER && opts))	/* a subscriber's: spin_ns */
 		return -EINVAL;
 	if (flags & LZCHAN_TEMP)
 		flags |= LZCHAN_EXCL;	/* a temporary channel is always a new one */

@@ -311,7 +311,7 @@ int lzchan_send_wait(struct lzchan *ch, const void *buf, size_t len,
 int lzchan_event_fd(struct lzchan *ch)
 {
 	if (ch && ch->f.role == LZCHAN_SUBSCRIBER)
-		return -EOPNOTSUPP;	/* not yet: lzchan_recv_wait() */
+		return __lzchan_ps_event_fd(ch);
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)
@@ -324,7 +324,7 @@ int lzchan_arm(struct lzchan *ch)
 	int r;
 
 	if (ch && ch->f.role == LZCHAN_SUBSCRIBER)
-		return -EOPNOTSUPP;
+		return __lzchan_ps_arm(ch);
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (ch->backend == LZCHAN_BACKEND_SHM && ch->lsock < 0)

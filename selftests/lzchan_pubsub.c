@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -187,7 +189,10 @@ TEST(roles_and_limits)
 	EXPECT_EQ('r', buf[39]);
 	EXPECT_EQ(0, lzchan_lost(sub, &lost));
 	EXPECT_EQ(0, lost);
-	EXPECT_EQ(-EOPNOTSUPP, lzchan_event_fd(sub));
+	/* The event fd is a subscriber's. */
+	EXPECT_LE(0, lzchan_event_fd(sub));
+	EXPECT_EQ(-EBADF, lzchan_event_fd(pub));
+	EXPECT_EQ(-EBADF, lzchan_arm(pub));
 	lzchan_close(sub);
 	lzchan_close(pub);
 	ps_dir_done(dir, "ps");
@@ -676,6 +681,106 @@ TEST(parked_subscriber_is_woken)
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	EXPECT_EQ(0, st) TH_LOG("child: %d", WEXITSTATUS(st));
 	lzchan_close(pub);
+	ps_dir_done(dir, "ps");
+}
+
+/* Is @fd readable within @ms? */
+static bool ps_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * A subscriber's event fd, for poll/epoll: lzchan_arm() says -EAGAIN with
+ * something to receive and 0 with nothing; armed, the fd turns readable
+ * when the publisher (another process) publishes, when lzchan_wake() asks,
+ * and when the publisher dies (the end is then a death).  Not readable
+ * while nothing happened.
+ */
+TEST(event_fd_wakes_an_armed_subscriber)
+{
+	struct lzchan_ps_opts o = ps_opts(64, 16, 4, LZCHAN_PS_OVERWRITE);
+	struct lzchan *pub, *sub;
+	int go[2], done[2], st, fd, r, k;
+	char buf[64], dir[64], b;
+	pid_t pid;
+
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_subscribe(&sub, "ps", 0, 0));
+	fd = lzchan_event_fd(sub);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(fd, lzchan_event_fd(sub));	/* the same fd each time */
+
+	/* Armed with nothing there: 0, and the fd stays quiet. */
+	ASSERT_EQ(0, lzchan_arm(sub));
+	EXPECT_FALSE(ps_readable(fd, 0));
+	/* lzchan_wake() makes it readable. */
+	lzchan_wake(sub);
+	EXPECT_TRUE(ps_readable(fd, 5000));
+	EXPECT_EQ(-EAGAIN, lzchan_recv(sub, buf, sizeof(buf), NULL));
+
+	/* A publisher in another process: each publish after an arm is
+	 * seen on the fd, and received. */
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never outlive a failure */
+		if (lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL) || write(done[1], "p", 1) != 1)
+			_exit(1);
+		for (k = 0; k < 4; k++) {
+			if (read(go[0], &b, 1) != 1 || ps_send(pub, (uint64_t)k, 48) ||
+			    write(done[1], "s", 1) != 1)
+				_exit(2);
+		}
+		/* Then wait to be killed: a death, not a close. */
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(1, read(done[0], &b, 1));
+	for (k = 0; k < 3; k++) {
+		ASSERT_EQ(0, lzchan_arm(sub));
+		EXPECT_FALSE(ps_readable(fd, 0));
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		/* Published and woken (synchronously) before it says so:
+		 * readable now, not after the timer's second. */
+		ASSERT_EQ(1, read(done[0], &b, 1));
+		ASSERT_TRUE(ps_readable(fd, 0)) TH_LOG("publish %d not seen", k);
+		r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+		ASSERT_LT(0, r);
+		EXPECT_TRUE(ps_good(buf, r, (uint64_t)k, 48));
+	}
+	/* A message waiting: the arm says so, and leaves it to receive. */
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(done[0], &b, 1));
+	EXPECT_EQ(-EAGAIN, lzchan_arm(sub));
+	r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+	ASSERT_LT(0, r);
+	EXPECT_TRUE(ps_good(buf, r, 3, 48));
+
+	/* The publisher dies: armed, the fd turns readable, and the
+	 * receive that follows says a death (shm: its lock frees just
+	 * after its file closes, so this may take a few rounds). */
+	ASSERT_EQ(0, lzchan_arm(sub));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	/* Its files closed (the module: released) before it was reaped. */
+	EXPECT_TRUE(ps_readable(fd, 0));
+	for (k = 0; k < 400; k++) {
+		r = lzchan_arm(sub);
+		if (r == 0 && !ps_readable(fd, 10000))
+			break;			/* nothing came: fails below */
+		r = lzchan_recv(sub, buf, sizeof(buf), NULL);
+		if (r != -EAGAIN)
+			break;
+	}
+	EXPECT_EQ(-EPIPE, r);
+	EXPECT_EQ(LZCHAN_END_LOST, lzchan_end_cause(sub, LZCHAN_LANE_NONE));
+	lzchan_close(sub);
 	ps_dir_done(dir, "ps");
 }
 

@@ -38,9 +38,10 @@
 #define WK_TIMEOUT_NS	10000000000LL	/* a lost wakeup fails, never hangs */
 #define WK_IDLE_MAGIC	0x1d1e1d1e5709ULL
 
-enum wk_method { WK_LIBCHAN_PARKED, WK_EVENTFD, WK_FUTEX, WK_LIBCHAN_SPIN, WK_METHODS };
+enum wk_method { WK_LIBCHAN_PARKED, WK_EVENTFD, WK_FUTEX, WK_LIBCHAN_SPIN, WK_PUBSUB_PARKED,
+		 WK_METHODS };
 static const char *const wk_names[WK_METHODS] = {
-	"libchan-parked", "eventfd", "futex", "libchan-spin"
+	"libchan-parked", "eventfd", "futex", "libchan-spin", "pubsub-parked"
 };
 
 struct wk_run {
@@ -81,6 +82,43 @@ static struct lzchan *wk_chan_rx(struct wk_run *run, const char *name, int64_t s
 		lzb_die("creating channel %s: %s (%s)", name, strerror(-r),
 			strerrorname_np(-r) ? strerrorname_np(-r) : "?");
 	snprintf(run->backend, sizeof(run->backend), "%s", lzchan_backend_name(ch));
+	return ch;
+}
+
+/* pubsub-parked: side @side publishes on a pub/sub channel of its own
+ * (@name, made here) ... */
+static struct lzchan *wk_ps_pub(struct wk_run *run, const char *name)
+{
+	struct lzchan_ps_opts o;
+	struct lzchan *ch;
+	int r;
+
+	lzchan_ps_opts_init(&o);
+	o.slot_size = 64;
+	o.slot_count = 64;
+	o.max_subscribers = 1;
+	r = lzchan_ps_create(name, &o, LZCHAN_EXCL);
+	if (r >= 0)
+		r = lzchan_open(&ch, name, LZCHAN_PUBLISHER, NULL);
+	if (r)
+		lzb_die("creating pub/sub channel %s: %s (%s)", name, strerror(-r),
+			strerrorname_np(-r) ? strerrorname_np(-r) : "?");
+	snprintf(run->backend, sizeof(run->backend), "%s", lzchan_backend_name(ch));
+	return ch;
+}
+
+/* ... and subscribes to the other's, with spin_ns 0: each wait parks. */
+static struct lzchan *wk_ps_sub(const char *name)
+{
+	struct lzchan_opts o;
+	struct lzchan *ch;
+	int r;
+
+	lzchan_opts_init(&o);
+	o.spin_ns = 0;
+	r = lzchan_open(&ch, name, LZCHAN_SUBSCRIBER, &o);
+	if (r)
+		lzb_die("subscribing to %s: %s", name, strerror(-r));
 	return ch;
 }
 
@@ -143,14 +181,18 @@ static int wk_pingpong(struct wk_run *run, int side)
 	if (run->method == WK_LIBCHAN_PARKED || run->method == WK_LIBCHAN_SPIN)
 		rx = wk_chan_rx(run, run->name[side],
 				run->method == WK_LIBCHAN_PARKED ? 0 : 1000000000);
+	if (run->method == WK_PUBSUB_PARKED)
+		tx = wk_ps_pub(run, run->name[side]);
 	lzb_barrier_wait(&run->created);
 	if (rx)
 		tx = lzb_chan_tx(run->name[!side]);
+	if (run->method == WK_PUBSUB_PARKED)
+		rx = wk_ps_sub(run->name[!side]);	/* before the first publish */
 	lzb_barrier_wait(&run->start);
 	getrusage(RUSAGE_SELF, &ru0);
 	/* Both are open: the names may go (nothing is left behind). */
 	if (rx)
-		lzchan_unlink(run->name[side]);
+		lzchan_unlink(run->name[run->method == WK_PUBSUB_PARKED ? !side : side]);
 	for (k = 0; k < total && !r; k++) {
 		/* turn 0: side 0 sends, side 1 waits; turn 1: the reply. */
 		for (turn = 0; turn < 2 && !r; turn++) {
@@ -166,6 +208,7 @@ static int wk_pingpong(struct wk_run *run, int side)
 			switch (run->method) {
 			case WK_LIBCHAN_PARKED:
 			case WK_LIBCHAN_SPIN:
+			case WK_PUBSUB_PARKED:
 				if (sending) {
 					r = lzchan_send(tx, msg, sizeof(msg));
 					break;
@@ -383,7 +426,7 @@ int lzb_cmd_wakeup(int argc, char **argv)
 	};
 	uint64_t rounds = 5000, idle = 10, delay_us = 100;
 	bool rounds_given = false, idle_given = false;
-	double evfd_ns = NAN, evfd_p50 = NAN;
+	double evfd_ns = NAN, evfd_p50 = NAN, parked_p50 = NAN;
 	struct lzb_table *t;
 	int c, m, fails = 0;
 
@@ -429,10 +472,11 @@ int lzb_cmd_wakeup(int argc, char **argv)
 	lzb_table_col(t, "p99", "ns", 0);
 	lzb_table_col(t, "mean vs eventfd", "x", 2);
 	lzb_table_col(t, "median vs eventfd", "x", 2);
+	lzb_table_col(t, "median vs libchan-parked", "x", 2);
 	lzb_table_col(t, "waits that slept", "%", 0);
 	/* eventfd first: the others' ratio needs it. */
 	static const enum wk_method order[WK_METHODS] = {
-		WK_EVENTFD, WK_FUTEX, WK_LIBCHAN_PARKED, WK_LIBCHAN_SPIN
+		WK_EVENTFD, WK_FUTEX, WK_LIBCHAN_PARKED, WK_PUBSUB_PARKED, WK_LIBCHAN_SPIN
 	};
 	for (m = 0; m < WK_METHODS; m++) {
 		struct wk_run *run = wk_new();
@@ -456,6 +500,8 @@ int lzb_cmd_wakeup(int argc, char **argv)
 			evfd_ns = run->mean_ns;
 			evfd_p50 = run->p50_ns;
 		}
+		if (order[m] == WK_LIBCHAN_PARKED)
+			parked_p50 = run->p50_ns;
 		lzb_table_row(t);
 		lzb_cell_str(t, wk_names[order[m]]);
 		lzb_cell_num(t, run->mean_ns);
@@ -463,6 +509,7 @@ int lzb_cmd_wakeup(int argc, char **argv)
 		lzb_cell_num(t, run->p99_ns);
 		lzb_cell_num(t, run->mean_ns / evfd_ns);
 		lzb_cell_num(t, run->p50_ns / evfd_p50);
+		lzb_cell_num(t, run->p50_ns / parked_p50);
 		lzb_cell_num(t, run->slept > 1 ? 100 : run->slept * 100);
 		wk_free(run);
 	}
@@ -477,6 +524,8 @@ int lzb_cmd_wakeup(int argc, char **argv)
 		       "parking (a membarrier) is done during the delay, so its cost is not in the figure");
 	lzb_table_note(t, "waits that slept: voluntary context switches of the timing side per wait (getrusage); "
 		       "a message that lands while the waiter is still parking is received without sleeping");
+	lzb_table_note(t, "pubsub-parked: the same bounce over two pub/sub channels (each side publishes on its own "
+		       "and subscribes, spin_ns 0, to the other's): a parked subscriber's wake, against libchan-parked");
 	lzb_table_note(t, "libchan-spin: receivers spin instead of parking -- not a wakeup, the contrast");
 	if (lzb.ncpus < 2)
 		lzb_table_note(t, "one CPU: both sides share it");

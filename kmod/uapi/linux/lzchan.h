@@ -683,7 +683,12 @@ struct lzchan_ps_wake {
 	__u32 pad0[15];
 	__u32 wake;			/* the futex word: bumped by the
 					 * publisher before each wake */
-	__u32 pad1[15];
+	__u32 watchers;			/* shm: subscribers with an event fd
+					 * (lzchan_event_fd()); the publisher's
+					 * wake then touches the file's times,
+					 * which their inotify sees (module: 0,
+					 * each has its eventfd) */
+	__u32 pad1[14];
 };					/* 128 bytes */
 
 struct lzchan_ps_sub {
