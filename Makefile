@@ -75,10 +75,14 @@ tools/%: tools/%.c $(LIB_A) $(LIB_HDRS)
 tools/lzchan-demo: tools/lzchan_demo.c $(LIB_A) $(LIB_HDRS)
 	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS)
 
-# The benchmark suite: libnuma for placement, PAPI for cache misses.
+# The benchmark suite: libnuma for placement, PAPI for cache misses;
+# iceoryx classic, when Debian's is installed, to compare pub/sub with.
+IOX_INC		:= $(firstword $(wildcard /usr/include/iceoryx/v*/iceoryx_binding_c/publisher.h))
+IOX_FLAGS	:= $(if $(IOX_INC),-DLZB_HAVE_ICEORYX -I$(patsubst %/iceoryx_binding_c/publisher.h,%,$(IOX_INC)))
+IOX_LIBS	:= $(if $(IOX_INC),-liceoryx_binding_c)
 tools/lzchan-bench: $(BENCH_SRCS) tools/bench/lzb.h $(LIB_A) $(LIB_HDRS)
-	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) -Itools/bench -o $@ $(BENCH_SRCS) $(LIB_A) \
-		-lpapi -lnuma -lpthread -lm $(LDFLAGS)
+	$(CC) $(LZ_CPPFLAGS) $(LZ_CFLAGS) $(IOX_FLAGS) -Itools/bench -o $@ $(BENCH_SRCS) $(LIB_A) \
+		-lpapi -lnuma -lpthread -lm $(IOX_LIBS) $(LDFLAGS)
 
 # The bridge between hosts (tools/bridge, lzchan-bridged(8)): UCX carries
 # it, libsodium keys it.  Built when both are installed ('make deps' puts

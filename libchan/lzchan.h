@@ -283,9 +283,11 @@ static inline int lzchan_recv_batch(struct lzchan *ch, struct lzchan_msg *m, uns
  * messages are waiting (receive them first).  Receiving disarms.  The
  * module's eventfd, or on shm an epoll set over the receiver's Unix socket
  * (lzchan_sock.c) -- a subscriber's: over an inotify watch of the channel
- * file, whose times the publisher's wake touches.  Errors: -EBADF for a
- * sender or a publisher; -EOPNOTSUPP on shm when the receiver could not
- * create its socket; -ENOSYS (arm) without membarrier.
+ * file, whose times the publisher's wake touches; each of its arms parks
+ * it again.  Errors: -EBADF for a sender or a publisher; -EOPNOTSUPP on
+ * shm when the receiver could not create its socket; -EMFILE, -ENOSPC,
+ * -ENOENT (no /proc) for a shm subscriber's descriptors; -ENOSYS (arm)
+ * without membarrier.
  */
 int lzchan_event_fd(struct lzchan *ch);
 int lzchan_arm(struct lzchan *ch);

@@ -518,7 +518,7 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 	    l->wake_size < sizeof(struct lzchan_ps_wake) || l->sub_stride < page ||
 	    l->subs_size / l->sub_stride < in->max_subscribers ||
 	    l->ring_size < (uint64_t)in->stat.slot_count * in->stat.slot_size ||
-	    l->places_size / sizeof(struct lzchan_ps_place) < in->max_subscribers ||
+	    (bp_pub && l->places_size / sizeof(struct lzchan_ps_place) < in->max_subscribers) ||
 	    (!pub && ch->lane >= in->max_subscribers))
 		return -EPROTO;
 	ret = __ps_new(ch, in->stat.slot_size, in->stat.slot_count, in->max_subscribers,
@@ -586,7 +586,7 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 /* Wake every parked subscriber: change the word they wait on, then wake
  * them all.  Seq_cst: pairs with the subscriber's acquire sample of the
  * word before it announces itself (__lzchan_ps_recv_wait()). */
-static void __ps_wake_all(struct __lzchan_ps *ps)
+static void __ps_wake_all(struct __lzchan_ps *ps, bool touch)
 {
 	if (ps->dev) {
 		/* The module signals each parked subscriber's eventfd. */
@@ -596,10 +596,13 @@ static void __ps_wake_all(struct __lzchan_ps *ps)
 	__atomic_fetch_add(&ps->wake->wake, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &ps->wake->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	/* Subscribers waiting on an event fd: one touch of the file's
-	 * times reaches every one (their inotify, IN_ATTRIB).  Relaxed:
-	 * loaded after the seq_cst increment above; a subscriber counts
-	 * itself before it first arms (lzchan_event_fd()). */
-	if (__lz_load(&ps->wake->watchers))
+	 * times reaches every one (their inotify, IN_ATTRIB).  A subscriber
+	 * counts itself in watchers before its arm's seq_cst increment of
+	 * sleepers, which our load of sleepers saw (why we wake): the
+	 * acquire fence makes that load synchronise with it, so the count
+	 * below is seen.  Relaxed: only tested. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (touch && __lz_load(&ps->wake->watchers))
 		(void)futimens(ps->fd, NULL);
 }
 
@@ -649,9 +652,11 @@ static bool __ps_room(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t p, boo
 		/* In the way.  Has it moved since we last looked? */
 		if (!now)
 			now = __lzchan_now_ns();
-		/* Its clock restarts when it moves, and for a new
-		 * subscriber in the place. */
-		if (pos != ps->seen_pos[i] || !ps->seen_ns[i] ||
+		/* Its clock restarts when it moves on (forward only: a
+		 * position that swings back and forth, which only a forger
+		 * stores, is standing still), and for a new subscriber in
+		 * the place. */
+		if (pos > ps->seen_pos[i] || !ps->seen_ns[i] ||
 		    ps->seen_gen[i] != LZCHAN_STATUS_GEN(st)) {
 			ps->seen_pos[i] = pos;
 			ps->seen_ns[i] = now;
@@ -763,7 +768,7 @@ __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s, ui
 	sl = __lz_load(&ps->wake->sleepers);
 	if (__lzchan_unlikely(sl != ps->sleepers_seen)) {
 		ps->sleepers_seen = sl;
-		__ps_wake_all(ps);
+		__ps_wake_all(ps, true);
 	}
 	/* A cut met by any access above: the message reached nobody. */
 	return __lzchan_cut(&ch->f) ? -EIO : 0;
@@ -1323,6 +1328,7 @@ int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *la
 void __lzchan_ps_kick(struct lzchan *ch)
 {
 	uint64_t one = 1;
+	int kick;
 
 	if (ch->f.role != LZCHAN_SUBSCRIBER)
 		return;
@@ -1330,9 +1336,12 @@ void __lzchan_ps_kick(struct lzchan *ch)
 		(void)!write(ch->ps->evfd, &one, sizeof(one));	/* our own eventfd */
 		return;
 	}
-	if (ch->ps->kick >= 0)
-		(void)!write(ch->ps->kick, &one, sizeof(one));	/* our event fd */
-	__ps_wake_all(ch->ps);
+	/* Acquire: pairs with the release store that publishes it, once
+	 * the event fd is whole (__ps_event_setup()). */
+	kick = __atomic_load_n(&ch->ps->kick, __ATOMIC_ACQUIRE);
+	if (kick >= 0)
+		(void)!write(kick, &one, sizeof(one));	/* our event fd */
+	__ps_wake_all(ch->ps, false);	/* a waiter of ours in recv_wait */
 }
 
 /* ---- the event fd (lzchan_event_fd(), lzchan_arm()) ---- */
@@ -1340,43 +1349,46 @@ void __lzchan_ps_kick(struct lzchan *ch)
 /* shm: make our event fd (see struct __lzchan_ps).  The publisher's wake
  * touches the file's times only while watchers counts someone: we count
  * ourselves before our first arm. */
-static int __ps_event_setup(struct lzchan *ch, struct __lzchan_ps *ps)
+static int __ps_event_setup(struct __lzchan_ps *ps)
 {
-	char path[64];
 	struct epoll_event e = { .events = EPOLLIN };
-	int r;
+	int ep, ino, kick, tfd, r;
+	char path[64];
 
-	ps->ep = epoll_create1(EPOLL_CLOEXEC);
-	ps->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	ps->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	ps->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (ps->ep < 0 || ps->ino < 0 || ps->kick < 0 || ps->tfd < 0)
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ep < 0 || ino < 0 || kick < 0 || tfd < 0)
 		goto fail;
 	/* Our own open file, by its /proc name: the channel's name may
 	 * have been unlinked or replaced since we opened it. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", ps->fd);
-	if (inotify_add_watch(ps->ino, path, IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY) < 0)
+	if (inotify_add_watch(ino, path, IN_ATTRIB | IN_CLOSE_WRITE | IN_MODIFY) < 0)
 		goto fail;
-	if (epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->ino, &e) < 0 ||
-	    epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->kick, &e) < 0 ||
-	    epoll_ctl(ps->ep, EPOLL_CTL_ADD, ps->tfd, &e) < 0)
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, ino, &e) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, kick, &e) < 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &e) < 0)
 		goto fail;
-	/* Relaxed: ordered before our parks by their seq_cst increment
-	 * of sleepers, which the publisher's wake follows. */
+	/* Relaxed: published to the publisher by our arm's seq_cst
+	 * increment of sleepers, which its wake synchronises with. */
 	__atomic_fetch_add(&ps->wake->watchers, 1, __ATOMIC_RELAXED);
-	(void)ch;
+	ps->ep = ep;
+	ps->ino = ino;
+	ps->tfd = tfd;
+	/* Release: lzchan_wake() from another thread loads it (acquire)
+	 * and writes it only once it is whole. */
+	__atomic_store_n(&ps->kick, kick, __ATOMIC_RELEASE);
 	return 0;
 fail:
 	r = -errno;
-	if (ps->ep >= 0)
-		close(ps->ep);
-	if (ps->ino >= 0)
-		close(ps->ino);
-	if (ps->kick >= 0)
-		close(ps->kick);
-	if (ps->tfd >= 0)
-		close(ps->tfd);
-	ps->ep = ps->ino = ps->kick = ps->tfd = -1;
+	if (ep >= 0)
+		close(ep);
+	if (ino >= 0)
+		close(ino);
+	if (kick >= 0)
+		close(kick);
+	if (tfd >= 0)
+		close(tfd);
 	return r;
 }
 
@@ -1390,7 +1402,7 @@ int __lzchan_ps_event_fd(struct lzchan *ch)
 	if (ps->dev)
 		return ps->evfd;	/* the module signals it */
 	if (ps->ep < 0) {
-		r = __ps_event_setup(ch, ps);
+		r = __ps_event_setup(ps);
 		if (r)
 			return r;
 	}
@@ -1407,7 +1419,9 @@ static void __ps_event_drain(struct __lzchan_ps *ps)
 		(void)!read(ps->evfd, &v, sizeof(v));
 		return;
 	}
-	for (;;) {
+	/* Two reads at most: a peer touching the file without end makes
+	 * us look often, never spin here. */
+	for (int round = 0; round < 2; round++) {
 		ssize_t n = read(ps->ino, buf, sizeof(buf)), o;
 
 		if (n <= 0)
@@ -1435,6 +1449,10 @@ static bool __ps_pending(struct lzchan *ch, struct __lzchan_ps *ps)
 		return true;
 	/* Relaxed: only compared (as __ps_rx_check()). */
 	if (__lz_load(&ps->me->detached) == ps->gen)
+		return true;
+	/* A lzchan_wake() not yet seen (the arm drained its byte): taken
+	 * here, and answered as a wakeup, once. */
+	if (__lzchan_woken(ch))
 		return true;
 	/* Acquire: pairs with the publisher's release store of seq.
 	 * Ready, or written past us (a lap); a write of our position in
@@ -1464,7 +1482,7 @@ int __lzchan_ps_arm(struct lzchan *ch)
 	if (ch->f.role != LZCHAN_SUBSCRIBER)
 		return -EBADF;
 	if (!ps->dev && ps->ep < 0) {
-		r = __ps_event_setup(ch, ps);
+		r = __ps_event_setup(ps);
 		if (r)
 			return r;
 	}
@@ -1603,7 +1621,7 @@ void __lzchan_ps_close(struct lzchan *ch, bool clean)
 			/* Subscribers believe GONE only once our lock is
 			 * free: free it, then wake every parked one. */
 			__lzchan_unlock(ch->fd, LOCK_BASE);
-			__ps_wake_all(ps);
+			__ps_wake_all(ps, true);
 		} else {
 			__ps_publish_pos(ps, true);
 			/* Release: our reads are done before the place is

@@ -717,10 +717,16 @@ TEST(event_fd_wakes_an_armed_subscriber)
 	/* Armed with nothing there: 0, and the fd stays quiet. */
 	ASSERT_EQ(0, lzchan_arm(sub));
 	EXPECT_FALSE(ps_readable(fd, 0));
-	/* lzchan_wake() makes it readable. */
+	/* lzchan_wake() makes it readable; the next arm says it came
+	 * (once), and the one after arms. */
 	lzchan_wake(sub);
 	EXPECT_TRUE(ps_readable(fd, 5000));
 	EXPECT_EQ(-EAGAIN, lzchan_recv(sub, buf, sizeof(buf), NULL));
+	EXPECT_EQ(-EAGAIN, lzchan_arm(sub));
+	EXPECT_EQ(0, lzchan_arm(sub));
+	/* A wake before the arm is not lost to its drain. */
+	lzchan_wake(sub);
+	EXPECT_EQ(-EAGAIN, lzchan_arm(sub));
 
 	/* A publisher in another process: each publish after an arm is
 	 * seen on the fd, and received. */
@@ -1404,6 +1410,56 @@ TEST(module_forged_place_holds_nobody)
 	lzchan_close(pub);
 	munmap(me, page);
 	close(sfd);
+	ps_dir_done(dir, "ps");
+}
+
+/*
+ * A subscriber that swings its position back and forth (0, 1, 0, ...) on
+ * its own page is standing still, not moving: a back-pressure publisher
+ * detaches it after stall_ms and goes on (moving forward is what counts).
+ */
+TEST(module_swinging_position_is_detached)
+{
+	struct lzchan_ps_opts o = ps_opts(256, 16, 4, LZCHAN_PS_BACKPRESSURE);
+	long page = sysconf(_SC_PAGESIZE);
+	struct lzchan_info sin;
+	struct lzchan *pub;
+	char dir[64], msg[256];
+	int sfd, st;
+	uint64_t i;
+	pid_t pid;
+
+	if (!lz_expect_dev())
+		SKIP(return, "a subscriber's own page (the VM rig)");
+	o.stall_ms = 100;
+	ps_dir(_metadata, dir, sizeof(dir));
+	ASSERT_EQ(1, lzchan_ps_create("ps", &o, 0));
+	ASSERT_EQ(0, lzchan_open(&pub, "ps", LZCHAN_PUBLISHER, NULL));
+	sfd = ps_raw_open("ps", LZCHAN_OPEN_SUBSCRIBER, &sin);
+	ASSERT_LE(0, sfd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		volatile struct lzchan_ps_sub *me;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		me = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, sfd,
+			  (off_t)(sin.ps_layout.subs_off + (uint64_t)sin.lane * page));
+		if (me == MAP_FAILED)
+			_exit(1);
+		for (i = 0;; i++) {
+			me->pos = i & 1;
+			usleep(100);
+		}
+	}
+	/* Four rings: refused until the swinger is detached, then free. */
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, lzchan_send_wait(pub, msg, ps_fill(msg, i, 200), 20000000000LL))
+			TH_LOG("message %llu", (unsigned long long)i);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	close(sfd);
+	lzchan_close(pub);
 	ps_dir_done(dir, "ps");
 }
 

@@ -258,6 +258,13 @@ int lzb_cmd_headline(int argc, char **argv);
 int lzb_cmd_plot(int argc, char **argv);
 int lzb_cmd_remote(int argc, char **argv);
 
+/* lzb_iox.c: iceoryx classic beside pubsub (when built with it). */
+const char *lzb_iox_start(void);
+void lzb_iox_stop(void);
+unsigned int lzb_iox_max_subs(void);
+int lzb_iox_inner(unsigned int nsubs, uint64_t n, size_t len, double *ns_per_msg);
+const char *lzb_iox_version(void);
+
 /* Building blocks the headline reuses (each returns its figure, NaN on
  * failure with the reason printed). */
 double lzb_c2c_pair_ns(int cpu_a, int cpu_b, uint64_t rounds);	/* half RTT */

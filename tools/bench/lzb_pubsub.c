@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lzb.h"
@@ -31,7 +32,7 @@
 #define PS_SLOT_SIZE	256
 #define PS_ROUND	256
 
-enum { PS_CHANNEL, PS_OVERWRITE, PS_BACKPRESSURE };
+enum { PS_CHANNEL, PS_OVERWRITE, PS_BACKPRESSURE, PS_ICEORYX };
 
 static const unsigned int ps_subs[] = { 1, 16, 256, 1024 };
 #define PS_NSUBS	((int)(sizeof(ps_subs) / sizeof(ps_subs[0])))
@@ -48,14 +49,19 @@ __attribute__((noinline, used)) int lzb_ps_chan_send(struct lzchan *tx, const vo
 	return lzchan_send(tx, buf, len);
 }
 
-static int ps_inner(int kind, unsigned int nsubs, uint64_t n, size_t len)
+/* One run; with @ns_per_msg timed (the publishes only), else counted. */
+static int ps_inner(int kind, unsigned int nsubs, uint64_t n, size_t len, double *ns_per_msg)
 {
 	struct lzchan **subs = calloc(nsubs ? nsubs : 1, sizeof(*subs));
 	char name[64], msg[PS_SLOT_SIZE], out[PS_SLOT_SIZE];
 	struct lzchan *pub, *rx = NULL;
-	uint64_t done;
+	uint64_t done, spent = 0;
 	unsigned int i, k;
 
+	if (kind == PS_ICEORYX) {
+		free(subs);
+		return lzb_iox_inner(nsubs, n, len, ns_per_msg);
+	}
 	if (!subs)
 		lzb_die("pubsub: out of memory");
 	memset(msg, 'p', sizeof(msg));
@@ -86,6 +92,8 @@ static int ps_inner(int kind, unsigned int nsubs, uint64_t n, size_t len)
 		}
 	}
 	for (done = 0; done < n; done += PS_ROUND) {
+		uint64_t t0 = ns_per_msg ? lzb_now_ns() : 0;
+
 		for (k = 0; k < PS_ROUND; k++) {
 			int r = kind == PS_CHANNEL ? lzb_ps_chan_send(pub, msg, len) :
 						     lzb_ps_publish(pub, msg, len);
@@ -93,6 +101,8 @@ static int ps_inner(int kind, unsigned int nsubs, uint64_t n, size_t len)
 			if (r)
 				lzb_die("pubsub: publish failed: %s", strerror(-r));
 		}
+		if (ns_per_msg)
+			spent += lzb_now_ns() - t0;
 		if (kind == PS_CHANNEL)
 			for (k = 0; k < PS_ROUND; k++)
 				if (lzchan_recv(rx, out, sizeof(out), NULL) != (int)len)
@@ -103,6 +113,8 @@ static int ps_inner(int kind, unsigned int nsubs, uint64_t n, size_t len)
 					if (lzchan_recv(subs[i], out, sizeof(out), NULL) != (int)len)
 						lzb_die("pubsub: subscriber %u lost a message", i);
 	}
+	if (ns_per_msg)
+		*ns_per_msg = (double)spent / (double)n;
 	for (i = 0; i < nsubs; i++)
 		lzchan_close(subs[i]);
 	lzchan_close(pub);
@@ -117,7 +129,8 @@ static long long ps_count(int kind, unsigned int nsubs, uint64_t n, size_t len, 
 			  size_t errlen)
 {
 	char a_kind[8], a_subs[16], a_n[32], a_len[16];
-	const char *const toggles[] = { kind == PS_CHANNEL ? "lzb_ps_chan_send" : "lzb_ps_publish",
+	const char *const toggles[] = { kind == PS_CHANNEL ? "lzb_ps_chan_send" :
+					kind == PS_ICEORYX ? "lzb_iox_publish" : "lzb_ps_publish",
 					NULL };
 	const char *const args[] = { "pubsub", "--inner", a_kind, a_subs, a_n, a_len, NULL };
 
@@ -137,6 +150,55 @@ static double ps_per_msg(int kind, unsigned int nsubs, uint64_t n, size_t len, c
 	return a < 0 || b < 0 ? -1 : (double)(b - a) / (double)n;
 }
 
+/* A timed run in a child process (a fresh one: iceoryx's runtime is one
+ * per process): ns per publish, or -1. */
+static double ps_timed_once(int kind, unsigned int nsubs, uint64_t n, size_t len)
+{
+	double v = -1;
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(p[0]);
+		ps_inner(kind, nsubs, n, len, &v);
+		_exit(write(p[1], &v, sizeof(v)) == sizeof(v) ? 0 : 1);
+	}
+	close(p[1]);
+	if (read(p[0], &v, sizeof(v)) != sizeof(v))
+		v = -1;
+	close(p[0]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		v = -1;
+	return v;
+}
+
+static int ps_dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of five timed runs. */
+static double ps_timed(int kind, unsigned int nsubs, uint64_t n, size_t len)
+{
+	double v[5];
+	int k;
+
+	for (k = 0; k < 5; k++) {
+		v[k] = ps_timed_once(kind, nsubs, n, len);
+		if (v[k] < 0)
+			return -1;
+	}
+	qsort(v, 5, sizeof(v[0]), ps_dcmp);
+	return v[2];
+}
+
 static void ps_help(FILE *to)
 {
 	fprintf(to,
@@ -150,6 +212,92 @@ static void ps_help(FILE *to)
 		"  --messages N    messages in the shorter run (default 25600)\n"
 		"  --len BYTES     message length, 1..240 (default 56)\n"
 		LZB_COMMON_HELP);
+}
+
+/*
+ * iceoryx classic in the same run: its publisher's instructions per
+ * message (counted the same way) and, both timed, ns per publish against
+ * lzchan's overwrite publisher, at each subscriber count it allows.
+ */
+static int ps_iceoryx(uint64_t n, size_t len, double base)
+{
+	double cnt[PS_NSUBS], one = -1, tl[PS_NSUBS], ti[PS_NSUBS];
+	const char *why = lzb_iox_start();
+	struct lzb_table *t;
+	char err[160] = "";
+	int s;
+
+	for (s = 0; s < PS_NSUBS; s++) {
+		bool fits = !why && ps_subs[s] <= lzb_iox_max_subs();
+
+		lzb_progress("pubsub: iceoryx, %u subscribers", ps_subs[s]);
+		cnt[s] = fits ? ps_per_msg(PS_ICEORYX, ps_subs[s], n, len, err, sizeof(err)) : -1;
+		if (s == 0)
+			one = cnt[0];
+		ti[s] = fits ? ps_timed(PS_ICEORYX, ps_subs[s], n, len) : -1;
+		tl[s] = ps_timed(PS_OVERWRITE, ps_subs[s], n, len);
+	}
+	lzb_iox_stop();
+	lzb_progress(NULL);
+
+	t = lzb_table_new("pubsub-iceoryx", "The publisher's cost against iceoryx classic's, "
+			  "the same shape in the same run");
+	lzb_table_col(t, "subscribers", "", 0);
+	lzb_table_col(t, "iceoryx instructions", "per msg", 1);
+	lzb_table_col(t, "x 1 subscriber", "", 2);
+	lzb_table_col(t, "x lzchan channel send", "", 2);
+	lzb_table_col(t, "iceoryx publish", "ns", 0);
+	lzb_table_col(t, "lzchan publish", "ns", 0);
+	lzb_table_col(t, "iceoryx / lzchan", "x", 1);
+	for (s = 0; s < PS_NSUBS; s++) {
+		lzb_table_row(t);
+		lzb_cell_num(t, ps_subs[s]);
+		if (cnt[s] < 0) {
+			lzb_cell_na(t);
+			lzb_cell_na(t);
+			lzb_cell_na(t);
+		} else {
+			lzb_cell_num(t, cnt[s]);
+			if (one > 0)
+				lzb_cell_num(t, cnt[s] / one);
+			else
+				lzb_cell_na(t);
+			if (base > 0)
+				lzb_cell_num(t, cnt[s] / base);
+			else
+				lzb_cell_na(t);
+		}
+		if (ti[s] < 0)
+			lzb_cell_na(t);
+		else
+			lzb_cell_num(t, ti[s]);
+		if (tl[s] < 0)
+			lzb_cell_na(t);
+		else
+			lzb_cell_num(t, tl[s]);
+		if (ti[s] < 0 || tl[s] <= 0)
+			lzb_cell_na(t);
+		else
+			lzb_cell_num(t, ti[s] / tl[s]);
+	}
+	if (why)
+		lzb_table_note(t, "n/a: %s", why);
+	else
+		lzb_table_note(t, "%s, with iox-roudi started for the run; one process: a publisher and S "
+			       "subscribers (queue 256), rounds of 256 that every subscriber takes "
+			       "(iox_sub_take_chunk, release) between publishes; a publish is "
+			       "iox_pub_loan_chunk, the copy, iox_pub_publish_chunk", lzb_iox_version());
+	if (!why && lzb_iox_max_subs() < ps_subs[PS_NSUBS - 1])
+		lzb_table_note(t, "iceoryx: at most %u subscribers per publisher "
+			       "(IOX_MAX_SUBSCRIBERS_PER_PUBLISHER, fixed when it is built)",
+			       lzb_iox_max_subs());
+	if (err[0])
+		lzb_table_note(t, "n/a: %s", err);
+	lzb_table_note(t, "timed: ns per publish call, the publishes only, median of 5 runs of %llu "
+		       "messages each; lzchan: the overwrite publisher with S idle subscribers "
+		       "(shm backend)", (unsigned long long)n);
+	lzb_emit(t);
+	return 0;
 }
 
 int lzb_cmd_pubsub(int argc, char **argv)
@@ -200,7 +348,7 @@ int lzb_cmd_pubsub(int argc, char **argv)
 			lzb_usage_error("pubsub", "--inner wants KIND SUBS N LEN");
 		return ps_inner(atoi(argv[optind]), (unsigned int)atoi(argv[optind + 1]),
 				strtoull(argv[optind + 2], NULL, 10),
-				strtoull(argv[optind + 3], NULL, 10));
+				strtoull(argv[optind + 3], NULL, 10), NULL);
 	}
 	if (optind < argc)
 		lzb_usage_error("pubsub", "unexpected argument '%s'", argv[optind]);
@@ -268,5 +416,5 @@ int lzb_cmd_pubsub(int argc, char **argv)
 	lzb_table_note(t, "target: the same count within 5%% from 1 to 1024 subscribers "
 		       "('x 1 subscriber' at most 1.05)");
 	lzb_emit(t);
-	return 0;
+	return ps_iceoryx(n, len, base);
 }
