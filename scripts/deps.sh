@@ -62,6 +62,9 @@ PKGS+=(libucx-dev libsodium-dev ucx-utils iproute2)
 # The bridge's WireGuard deployment, tested end to end in the VM rig
 # (selftests/lzchan_bridge_wg_vm.sh): wg and ip go into the initramfs.
 PKGS+=(wireguard-tools)
+# iceoryx classic, which lzchan-bench pubsub runs beside lzchan's
+# pub/sub (its C binding and RouDi daemon; Debian bookworm's 2.0.3).
+PKGS+=(iceoryx libiceoryx-binding-c-dev)
 kernels=${LZCHAN_KERNELS-bookworm trixie trixie-backports debug}
 wants() { case " $kernels " in *" $1 "*) return 0 ;; esac; return 1; }
 

@@ -214,6 +214,15 @@ static void ps_help(FILE *to)
 		LZB_COMMON_HELP);
 }
 
+/* A figure, or n/a where it could not be had (negative). */
+static void ps_cell(struct lzb_table *t, double v)
+{
+	if (v < 0)
+		lzb_cell_na(t);
+	else
+		lzb_cell_num(t, v);
+}
+
 /*
  * iceoryx classic in the same run: its publisher's instructions per
  * message (counted the same way) and, both timed, ns per publish against
@@ -252,33 +261,12 @@ static int ps_iceoryx(uint64_t n, size_t len, double base)
 	for (s = 0; s < PS_NSUBS; s++) {
 		lzb_table_row(t);
 		lzb_cell_num(t, ps_subs[s]);
-		if (cnt[s] < 0) {
-			lzb_cell_na(t);
-			lzb_cell_na(t);
-			lzb_cell_na(t);
-		} else {
-			lzb_cell_num(t, cnt[s]);
-			if (one > 0)
-				lzb_cell_num(t, cnt[s] / one);
-			else
-				lzb_cell_na(t);
-			if (base > 0)
-				lzb_cell_num(t, cnt[s] / base);
-			else
-				lzb_cell_na(t);
-		}
-		if (ti[s] < 0)
-			lzb_cell_na(t);
-		else
-			lzb_cell_num(t, ti[s]);
-		if (tl[s] < 0)
-			lzb_cell_na(t);
-		else
-			lzb_cell_num(t, tl[s]);
-		if (ti[s] < 0 || tl[s] <= 0)
-			lzb_cell_na(t);
-		else
-			lzb_cell_num(t, ti[s] / tl[s]);
+		ps_cell(t, cnt[s]);
+		ps_cell(t, cnt[s] < 0 || one <= 0 ? -1 : cnt[s] / one);
+		ps_cell(t, cnt[s] < 0 || base <= 0 ? -1 : cnt[s] / base);
+		ps_cell(t, ti[s]);
+		ps_cell(t, tl[s]);
+		ps_cell(t, ti[s] < 0 || tl[s] <= 0 ? -1 : ti[s] / tl[s]);
 	}
 	if (why)
 		lzb_table_note(t, "n/a: %s", why);
@@ -376,10 +364,7 @@ int lzb_cmd_pubsub(int argc, char **argv)
 	lzb_table_row(t);
 	lzb_cell_str(t, kinds[PS_CHANNEL]);
 	lzb_cell_num(t, 1);
-	if (base < 0)
-		lzb_cell_na(t);
-	else
-		lzb_cell_num(t, base);
+	ps_cell(t, base);
 	lzb_cell_na(t);
 	lzb_cell_na(t);
 	for (kind = PS_OVERWRITE; kind <= PS_BACKPRESSURE; kind++)
@@ -389,21 +374,9 @@ int lzb_cmd_pubsub(int argc, char **argv)
 			lzb_table_row(t);
 			lzb_cell_str(t, kinds[kind]);
 			lzb_cell_num(t, ps_subs[s]);
-			if (x < 0) {
-				lzb_cell_na(t);
-				lzb_cell_na(t);
-				lzb_cell_na(t);
-				continue;
-			}
-			lzb_cell_num(t, x);
-			if (one > 0)
-				lzb_cell_num(t, x / one);
-			else
-				lzb_cell_na(t);
-			if (base > 0)
-				lzb_cell_num(t, x / base);
-			else
-				lzb_cell_na(t);
+			ps_cell(t, x);
+			ps_cell(t, x < 0 || one <= 0 ? -1 : x / one);
+			ps_cell(t, x < 0 || base <= 0 ? -1 : x / base);
 		}
 	if (err[0])
 		lzb_table_note(t, "n/a: %s", err);
