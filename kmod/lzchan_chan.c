@@ -616,6 +616,7 @@ static int __lzchan_chan_create(struct lzchan_file *f, struct lzchan_create *c)
 	kref_init(&chan->ref);		/* the name's reference */
 	mutex_init(&chan->lock);
 	spin_lock_init(&chan->evlock);
+	INIT_LIST_HEAD(&chan->endpoints);
 	strscpy(chan->name, c->name, sizeof(chan->name));
 	chan->slot_size = c->slot_size;
 	chan->slot_count = c->slot_count;
@@ -989,6 +990,7 @@ static int lzchan_attach_sender(struct lzchan_chan *chan, u32 *lane, u32 *gen)
 
 	l->gen++;
 	l->state = LZCHAN_LANE_ATTACHED;
+	l->endpoint = 0;		/* an endpoint's attach says otherwise */
 	l->pid = get_pid(task_tgid(current));
 	l->euid = current_euid();
 	l->egid = current_egid();
@@ -1027,6 +1029,8 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 	u32 lane = LZCHAN_LANE_NONE, gen = 0;
 	int ret;
 
+	if (lzchan_file_is_ep(f))
+		return lzchan_ep_attach(f, o);
 	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER &&
 	    !lzchan_role_ps(o->flags))
 		return -EINVAL;
@@ -1099,6 +1103,77 @@ out_unlock_file:
 	return ret;
 }
 
+/*
+ * LZCHAN_IOC_OPEN on an endpoint: attach it in its granted role, once.
+ * No permission is asked (the grant was the permission) and no name is
+ * looked up: the endpoint holds its channel.  The caller is recorded on
+ * the lane as for any open, with the endpoint's id.
+ */
+int lzchan_ep_attach(struct lzchan_file *f, struct lzchan_open *o)
+{
+	struct lzchan_chan *chan = f->ep_chan;
+	u32 lane = LZCHAN_LANE_NONE, gen = 0, role = o->flags ? o->flags : f->ep_role;
+	struct eventfd_ctx *ev = NULL;
+	int ret;
+
+	if (o->flags && o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER &&
+	    !lzchan_role_ps(o->flags))
+		return -EINVAL;
+	if (o->pad || memchr_inv(o->reserved, 0, sizeof(o->reserved)))
+		return -EINVAL;
+	if (o->abi_version != LZCHAN_ABI_VERSION)
+		return -EPROTO;
+	/* Nothing but what was granted: no name, no other role. */
+	if (memchr_inv(o->name, 0, sizeof(o->name)) || role != f->ep_role)
+		return -EPERM;
+
+	mutex_lock(&f->lock);
+	if (f->chan) {
+		ret = -EISCONN;
+		goto out_unlock_file;
+	}
+	mutex_lock(&chan->lock);
+	if (f->revoked) {
+		ret = -EKEYREVOKED;
+		goto out_unlock_chan;
+	}
+	if (chan->pubsub)
+		ret = lzchan_ps_attach(chan, role, &lane, &gen);
+	else if (role == LZCHAN_OPEN_RECEIVER)
+		ret = lzchan_attach_receiver(chan);
+	else
+		ret = lzchan_attach_sender(chan, &lane, &gen);
+	if (ret)
+		goto out_unlock_chan;
+	if (lane != LZCHAN_LANE_NONE)
+		chan->lanes[lane].endpoint = f->ep_id;
+	f->role = role;
+	f->lane = lane;
+	/*
+	 * A sender's attach drops chan->lock while it scrubs a lane: a
+	 * revocation may have come meanwhile, seen no binding and left.
+	 * Then this attachment ends at once, as a departure.
+	 */
+	if (f->revoked) {
+		lzchan_chan_detach_locked(f, chan, false, &ev);
+		ret = -EKEYREVOKED;
+		goto out_unlock_chan;
+	}
+	/* The endpoint's reference becomes the binding's.  Under
+	 * chan->lock: a revocation sees the binding or refuses it (above).
+	 * Pairs with smp_load_acquire() in lzchan_file_chan(). */
+	smp_store_release(&f->chan, chan);
+	o->lane = lane;
+	o->lane_gen = gen;
+out_unlock_chan:
+	mutex_unlock(&chan->lock);
+out_unlock_file:
+	mutex_unlock(&f->lock);
+	if (ev)
+		eventfd_ctx_put(ev);
+	return ret;
+}
+
 static void lzchan_chan_signal(struct lzchan_chan *chan)
 {
 	spin_lock(&chan->evlock);
@@ -1124,29 +1199,17 @@ static void lzchan_chan_temp_drop(struct lzchan_chan *chan)
 	lzchan_chan_put(chan);		/* the creating file's reference */
 }
 
-void lzchan_chan_release_file(struct lzchan_file *f)
+/*
+ * End @f's attachment to @chan as a departure (@bye: a clean one): its
+ * file's last reference went, or it was revoked (lzchan_ep.c).  Under
+ * chan->lock; an eventfd to put after it is left in @ev.
+ */
+void lzchan_chan_detach_locked(struct lzchan_file *f, struct lzchan_chan *chan, bool bye,
+			       struct eventfd_ctx **ev)
 {
-	struct lzchan_chan *chan = f->chan;
-	struct eventfd_ctx *ev = NULL;
-	bool temp_rx, bye;
-
-	/* Our ioctls are over: nothing else reads or writes f->temp. */
-	if (f->temp)
-		lzchan_chan_temp_drop(f->temp);
-	if (!chan)
-		return;
-	/* Written by lzchan_chan_bye() on this file, whose ioctls are over. */
-	bye = READ_ONCE(f->bye);
-	/* A temporary channel's name goes with its receiver, under both
-	 * locks (lzchan_lock first): a receiver attaching meanwhile finds it
-	 * unlinked (lzchan_attach_receiver()) rather than losing its name
-	 * after attaching. */
-	temp_rx = f->role == LZCHAN_OPEN_RECEIVER && (chan->create_flags & LZCHAN_CREATE_TEMP);
-	if (temp_rx)
-		mutex_lock(&lzchan_lock);
-	mutex_lock(&chan->lock);
+	lockdep_assert_held(&chan->lock);
 	if (chan->pubsub) {
-		lzchan_ps_release(f, chan, bye, &ev);
+		lzchan_ps_release(f, chan, bye, ev);
 	} else if (f->role == LZCHAN_OPEN_RECEIVER) {
 		WRITE_ONCE(chan->rx_attached, false);	/* read unlocked in lzchan_chan_wake() */
 		put_pid(chan->rx_pid);
@@ -1158,7 +1221,7 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 				      chan->rx_gen, LZCHAN_RX_GONE);
 		lzchan_chan_attn_all(chan);
 		spin_lock(&chan->evlock);
-		ev = chan->evctx;
+		*ev = chan->evctx;
 		chan->evctx = NULL;
 		spin_unlock(&chan->evlock);
 	} else {
@@ -1184,6 +1247,38 @@ void lzchan_chan_release_file(struct lzchan_file *f)
 	}
 	if (!bye)
 		atomic64_inc(&chan->peer_deaths);	/* left without LZCHAN_IOC_BYE */
+}
+
+/* The file's last reference (fd and mappings) is gone. */
+void lzchan_chan_release_file(struct lzchan_file *f)
+{
+	struct lzchan_chan *chan = f->chan;
+	struct eventfd_ctx *ev = NULL;
+	bool temp_rx, bye;
+
+	/* Our ioctls are over: nothing else reads or writes f->temp. */
+	if (f->temp)
+		lzchan_chan_temp_drop(f->temp);
+	if (!chan) {
+		if (lzchan_file_is_ep(f))
+			lzchan_ep_forget(f);	/* never attached */
+		return;
+	}
+	/* Written by lzchan_chan_bye() on this file, whose ioctls are over. */
+	bye = READ_ONCE(f->bye);
+	/* A temporary channel's name goes with its receiver, under both
+	 * locks (lzchan_lock first): a receiver attaching meanwhile finds it
+	 * unlinked (lzchan_attach_receiver()) rather than losing its name
+	 * after attaching.  (Never an endpoint's: GRANT refuses that role.) */
+	temp_rx = f->role == LZCHAN_OPEN_RECEIVER && (chan->create_flags & LZCHAN_CREATE_TEMP);
+	if (temp_rx)
+		mutex_lock(&lzchan_lock);
+	mutex_lock(&chan->lock);
+	if (lzchan_file_is_ep(f))
+		list_del(&f->ep_node);
+	/* A revoked endpoint departed when it was revoked. */
+	if (!f->revoked)
+		lzchan_chan_detach_locked(f, chan, bye, &ev);
 	/* Our file's reference keeps the channel until the put below. */
 	if (temp_rx && chan->linked)
 		lzchan_chan_unlink_locked(chan);
@@ -1212,6 +1307,7 @@ int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
 {
 	struct lzchan_chan *chan = lzchan_file_chan(f);
 	struct eventfd_ctx *ev = NULL, *old;
+	bool revoked;
 
 	if (!chan)
 		return -EBADFD;
@@ -1225,12 +1321,19 @@ int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
 	if (chan->pubsub)
 		return lzchan_ps_set_eventfd(f, chan, ev);
 	spin_lock(&chan->evlock);
-	old = chan->evctx;
-	chan->evctx = ev;
+	/* A revoked receiver's eventfd must not outlive its departure (the
+	 * revocation cleared it under this lock, after setting revoked). */
+	revoked = f->revoked;
+	if (revoked) {
+		old = ev;
+	} else {
+		old = chan->evctx;
+		chan->evctx = ev;
+	}
 	spin_unlock(&chan->evlock);
 	if (old)
 		eventfd_ctx_put(old);
-	return 0;
+	return revoked ? -EKEYREVOKED : 0;
 }
 
 int lzchan_chan_wake(struct lzchan_file *f)
@@ -1303,7 +1406,9 @@ int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
 		return -EPERM;
 
 	mutex_lock(&chan->lock);
-	if (p->lane == LZCHAN_LANE_NONE) {
+	if (f->revoked) {
+		ret = -EKEYREVOKED;	/* its lane may be another's by now */
+	} else if (p->lane == LZCHAN_LANE_NONE) {
 		if (!chan->rx_attached) {
 			ret = -ENOTCONN;
 		} else {
@@ -1326,6 +1431,101 @@ int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
 		}
 	}
 	mutex_unlock(&chan->lock);
+	return ret;
+}
+
+/*
+ * LZCHAN_IOC_LANES: who is on each lane, for whoever may read the channel
+ * (read permission, asked even of a bound fd: a sender sees only its own
+ * lane with PEER).  The rows are taken under chan->lock into a buffer and
+ * copied out with no lock held.
+ */
+int lzchan_chan_lanes(struct lzchan_file *f, struct lzchan_lanes *s)
+{
+	struct lzchan_chan *bound = lzchan_file_chan(f), *chan;
+	struct user_namespace *uns = current_user_ns();
+	struct lzchan_lane_peer *rows = NULL;
+	u32 i, n = 0;
+	int ret;
+
+	if (s->flags || memchr_inv(s->reserved, 0, sizeof(s->reserved)))
+		return -EINVAL;
+	/* As LIST bounds its entries: a page each at most. */
+	if (s->entry_size < offsetofend(struct lzchan_lane_peer, msgs) ||
+	    s->entry_size > PAGE_SIZE)
+		return -EINVAL;
+	if (s->name[0]) {
+		if (bound)
+			return -EISCONN;
+		ret = lzchan_name_check(s->name);
+		if (ret)
+			return ret;
+		chan = lzchan_chan_get_by_name(s->name);
+		if (!chan)
+			return -ENOENT;
+	} else {
+		if (!bound)
+			return -EINVAL;		/* neither a name nor a binding */
+		chan = bound;
+		kref_get(&chan->ref);
+	}
+	ret = chan->pubsub ? -EPROTOTYPE : lzchan_chan_permission(chan, 4, true);
+	if (ret)
+		goto out_put;
+	if (s->start < chan->max_senders)
+		n = min(s->count, chan->max_senders - s->start);
+	if (n) {
+		size_t span;
+
+		if (check_mul_overflow((size_t)n, (size_t)s->entry_size, &span) ||
+		    !access_ok(u64_to_user_ptr(s->entries), span)) {
+			ret = -EFAULT;
+			goto out_put;
+		}
+		rows = kvcalloc(n, sizeof(*rows), GFP_KERNEL);
+		if (!rows) {
+			ret = -ENOMEM;
+			goto out_put;
+		}
+	}
+	mutex_lock(&chan->lock);
+	for (i = 0; i < n; i++) {
+		u32 lane = s->start + i;
+		struct lzchan_lane *l = &chan->lanes[lane];
+		struct lzchan_lane_peer *r = &rows[i];
+
+		/* A lane being scrubbed is still its closed sender's. */
+		r->state = l->state == LZCHAN_LANE_SCRUBBING ? LZCHAN_LANE_CLOSED : l->state;
+		r->gen = l->gen;
+		if (l->state == LZCHAN_LANE_ATTACHED) {
+			r->pid = pid_vnr(l->pid);
+			r->uid = from_kuid_munged(uns, l->euid);
+			r->gid = from_kgid_munged(uns, l->egid);
+			r->endpoint = l->endpoint;
+		}
+		/* Sender-written, statistics only. */
+		r->msgs = READ_ONCE(((struct lzchan_shm_tx *)lzchan_lane_ptr(chan, lane, 0))->msgs);
+	}
+	s->total = chan->max_senders;
+	mutex_unlock(&chan->lock);
+
+	for (i = 0; i < n; i++) {
+		void __user *dst = u64_to_user_ptr(s->entries) + (size_t)i * s->entry_size;
+		size_t len = min_t(size_t, s->entry_size, sizeof(*rows));
+
+		if (copy_to_user(dst, &rows[i], len) ||
+		    (s->entry_size > len && clear_user(dst + len, s->entry_size - len))) {
+			ret = -EFAULT;
+			break;
+		}
+		if (!(i & 255))
+			cond_resched();
+	}
+	if (!ret)
+		s->count = n;
+	kvfree(rows);
+out_put:
+	lzchan_chan_put(chan);
 	return ret;
 }
 
@@ -1467,21 +1667,29 @@ int lzchan_chan_list(struct lzchan_list *l)
 	return 0;
 }
 
+static const char *lzchan_role_name(u32 role)
+{
+	return role == LZCHAN_OPEN_RECEIVER ? "receiver" :
+	       role == LZCHAN_OPEN_SENDER ? "sender" :
+	       role == LZCHAN_OPEN_PUBLISHER ? "publisher" : "subscriber";
+}
+
 void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
 {
 	struct lzchan_chan *chan = lzchan_file_chan(f);
 	struct lzchan_chan_stat st;
 
+	if (lzchan_file_is_ep(f))
+		seq_printf(m, "lzchan-endpoint:\t%llu %s%s\n", f->ep_id,
+			   lzchan_role_name(f->ep_role),
+			   READ_ONCE(f->revoked) ? " revoked" : "");
 	if (!chan) {
 		seq_puts(m, "lzchan-role:\tunbound\n");
 		return;
 	}
 	lzchan_chan_stat(chan, &st);
 	seq_printf(m, "lzchan-channel:\t%s\n", st.name[0] ? st.name : "(unlinked)");
-	seq_printf(m, "lzchan-role:\t%s\n",
-		   f->role == LZCHAN_OPEN_RECEIVER ? "receiver" :
-		   f->role == LZCHAN_OPEN_SENDER ? "sender" :
-		   f->role == LZCHAN_OPEN_PUBLISHER ? "publisher" : "subscriber");
+	seq_printf(m, "lzchan-role:\t%s\n", lzchan_role_name(f->role));
 	if (f->role == LZCHAN_OPEN_SENDER)
 		seq_printf(m, "lzchan-lane:\t%u\n", f->lane);
 	if (f->role == LZCHAN_OPEN_SUBSCRIBER)

@@ -27,12 +27,14 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 
 #include <linux/lzchan.h>
 
+struct address_space;
 struct eventfd_ctx;
 struct page;
 struct pid;
@@ -61,6 +63,8 @@ struct lzchan_lane {
 	 * (LZCHAN_IOC_PS_PARK) until the next wake; under chan->evlock */
 	bool parked;
 	struct eventfd_ctx *evctx;
+	u64 endpoint;			/* attached through endpoint this id
+					 * (LZCHAN_IOC_GRANT); 0: by name */
 };
 
 /* A closed lane being scrubbed for a new sender, chan->lock dropped
@@ -111,6 +115,11 @@ struct lzchan_chan {
 	spinlock_t evlock;
 	u32 ps_parked;			/* pub/sub: places parked, under evlock */
 
+	/* endpoints granted (lzchan_ep.c), under lock: their files, and
+	 * the last id given (ids are never reused) */
+	struct list_head endpoints;
+	u64 ep_last_id;
+
 	/* counters */
 	atomic64_t sender_attaches, peer_deaths, wake_requests, wakeups;
 };
@@ -125,7 +134,30 @@ struct lzchan_file {
 					 * created and has not opened as its
 					 * receiver (a reference), or NULL;
 					 * under lock */
+
+	/*
+	 * An endpoint (LZCHAN_IOC_GRANT, lzchan_ep.c): a file of its own
+	 * inode that carries role ep_role on channel ep_chan (a reference,
+	 * which becomes the binding's once it attaches: chan == ep_chan).
+	 * ep_node links it on ep_chan->endpoints, under ep_chan->lock.
+	 * revoked is written under both ep_chan->lock and ep_chan->evlock
+	 * (read under either) and, for the fault handler, under map_sem.
+	 */
+	struct lzchan_chan *ep_chan;	/* NULL: an open of /dev/lzchan */
+	u32 ep_role;
+	kuid_t ep_granter;		/* euid of the process that granted it */
+	u64 ep_id;
+	struct list_head ep_node;
+	struct address_space *ep_mapping;	/* its inode's: every mapping */
+	bool revoked;
+	struct rw_semaphore map_sem;	/* faults read, revocation writes */
 };
+
+/* Is @f an endpoint's file? */
+static inline bool lzchan_file_is_ep(const struct lzchan_file *f)
+{
+	return f->ep_chan != NULL;	/* set before the file exists, never changed */
+}
 
 /* lzchan_main.c: module parameters and module-wide counters */
 extern unsigned int lzchan_max_channels;
@@ -162,6 +194,10 @@ int lzchan_chan_wake(struct lzchan_file *f);
 int lzchan_chan_bye(struct lzchan_file *f);
 int lzchan_chan_ring(struct lzchan_file *f);
 int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p);
+int lzchan_chan_lanes(struct lzchan_file *f, struct lzchan_lanes *s);
+int lzchan_ep_attach(struct lzchan_file *f, struct lzchan_open *o);
+void lzchan_chan_detach_locked(struct lzchan_file *f, struct lzchan_chan *chan, bool bye,
+			       struct eventfd_ctx **ev);
 void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f);
 void lzchan_chan_unlink_ns(struct lzchan_ns *ns);	/* under lzchan_lock */
 void lzchan_chan_unlink_all(void);			/* module exit */
@@ -199,6 +235,17 @@ static inline bool lzchan_role_ps(u32 role)
 {
 	return role == LZCHAN_OPEN_PUBLISHER || role == LZCHAN_OPEN_SUBSCRIBER;
 }
+
+/* lzchan_ep.c: endpoints */
+int lzchan_ep_init(void);
+void lzchan_ep_exit(void);
+int lzchan_ep_grant(struct lzchan_file *f, void __user *argp);
+int lzchan_ep_revoke(struct lzchan_file *f, struct lzchan_revoke *r);
+void lzchan_ep_forget(struct lzchan_file *f);
+
+/* lzchan_main.c */
+extern const struct file_operations lzchan_fops;
+void lzchan_file_init(struct lzchan_file *f);
 
 /* lzchan_mmap.c */
 int lzchan_mmap(struct file *file, struct vm_area_struct *vma);

@@ -90,6 +90,8 @@ union lzchan_ioctl_buf {
 	struct lzchan_usage usage;
 	struct lzchan_ps_detach ps_detach;
 	struct lzchan_ps_subs ps_subs;
+	struct lzchan_revoke revoke;
+	struct lzchan_lanes lanes;
 };
 
 struct lzchan_ioctl_op {
@@ -196,6 +198,16 @@ static int lzchan_ioc_ps_subs(struct lzchan_file *f, void *arg)
 	return lzchan_ps_subs(f, arg);
 }
 
+static int lzchan_ioc_revoke(struct lzchan_file *f, void *arg)
+{
+	return lzchan_ep_revoke(f, arg);
+}
+
+static int lzchan_ioc_lanes(struct lzchan_file *f, void *arg)
+{
+	return lzchan_chan_lanes(f, arg);
+}
+
 static int lzchan_ioc_peer(struct lzchan_file *f, void *arg)
 {
 	return lzchan_chan_peer(f, arg);
@@ -268,7 +280,39 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
 			struct lzchan_ps_detach, reserved),
 	LZCHAN_IOCTL_OP(LZCHAN_IOC_PS_SUBS, lzchan_ioc_ps_subs,
 			struct lzchan_ps_subs, reserved),
+	/* GRANT makes a file: lzchan_ep_grant() copies its own argument. */
+	[_IOC_NR(LZCHAN_IOC_GRANT)] = { .execute = NULL },
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_REVOKE, lzchan_ioc_revoke,
+			struct lzchan_revoke, reserved),
+	LZCHAN_IOCTL_OP(LZCHAN_IOC_LANES, lzchan_ioc_lanes,
+			struct lzchan_lanes, reserved),
 };
+
+/*
+ * What an endpoint's file answers: its own binding's commands.  Whatever
+ * names or makes a channel, or lists other parties, is refused (EPERM):
+ * its holder has exactly what was granted.  OPEN is checked further in
+ * lzchan_ep_attach() (no name, the granted role).
+ */
+static bool lzchan_ep_may(unsigned int nr)
+{
+	switch (nr) {
+	case _IOC_NR(LZCHAN_IOC_FEATURES):
+	case _IOC_NR(LZCHAN_IOC_OPEN):
+	case _IOC_NR(LZCHAN_IOC_INFO):
+	case _IOC_NR(LZCHAN_IOC_SET_EVENTFD):
+	case _IOC_NR(LZCHAN_IOC_WAKE):
+	case _IOC_NR(LZCHAN_IOC_PEER):
+	case _IOC_NR(LZCHAN_IOC_PLACEMENT):
+	case _IOC_NR(LZCHAN_IOC_BYE):
+	case _IOC_NR(LZCHAN_IOC_RING):
+	case _IOC_NR(LZCHAN_IOC_PS_PARK):
+	case _IOC_NR(LZCHAN_IOC_PS_DETACH):
+		return true;
+	default:
+		return false;
+	}
+}
 
 static long lzchan_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long uarg)
@@ -290,6 +334,16 @@ static long lzchan_ioctl(struct file *file, unsigned int cmd,
 		return -ENOTTY;
 	nr = array_index_nospec(nr, ARRAY_SIZE(lzchan_ioctl_ops));
 	op = &lzchan_ioctl_ops[nr];
+	if (lzchan_file_is_ep(f)) {
+		/* Unlocked: a command racing the revocation finds it under
+		 * the lock it takes, where that matters (lzchan_ep.c). */
+		if (READ_ONCE(f->revoked) && nr != _IOC_NR(LZCHAN_IOC_FEATURES))
+			return -EKEYREVOKED;
+		if (!lzchan_ep_may(nr))
+			return -EPERM;
+	}
+	if (nr == _IOC_NR(LZCHAN_IOC_GRANT))
+		return lzchan_ep_grant(f, argp);
 	if (!op->execute)
 		return -ENOTTY;
 
@@ -323,6 +377,15 @@ out:
 
 /* ---- file operations ---- */
 
+/* A new file's state (an open of /dev/lzchan, or an endpoint's). */
+void lzchan_file_init(struct lzchan_file *f)
+{
+	mutex_init(&f->lock);
+	init_rwsem(&f->map_sem);
+	INIT_LIST_HEAD(&f->ep_node);
+	f->lane = LZCHAN_LANE_NONE;
+}
+
 static int lzchan_open(struct inode *inode, struct file *file)
 {
 	struct lzchan_file *f;
@@ -330,8 +393,7 @@ static int lzchan_open(struct inode *inode, struct file *file)
 	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
-	mutex_init(&f->lock);
-	f->lane = LZCHAN_LANE_NONE;
+	lzchan_file_init(f);
 	file->private_data = f;
 	return 0;
 }
@@ -351,7 +413,8 @@ static void lzchan_show_fdinfo(struct seq_file *m, struct file *file)
 	lzchan_chan_show_fdinfo(m, file->private_data);
 }
 
-static const struct file_operations lzchan_fops = {
+/* Also an endpoint's (lzchan_ep.c). */
+const struct file_operations lzchan_fops = {
 	.owner = THIS_MODULE,
 	.open = lzchan_open,
 	.release = lzchan_release,
@@ -437,13 +500,27 @@ static int __init lzchan_init(void)
 	/* A place's words never straddle a page (lzchan_ps_place()). */
 	BUILD_BUG_ON(PAGE_SIZE % sizeof(struct lzchan_ps_place));
 
+	BUILD_BUG_ON(offsetof(struct lzchan_grant, id) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_revoke, id) % 8);
+	BUILD_BUG_ON(offsetof(struct lzchan_lanes, entries) % 8);
+	BUILD_BUG_ON(sizeof(struct lzchan_lane_peer) % 8);
+
+	ret = lzchan_ep_init();
+	if (ret) {
+		pr_err("cannot mount the endpoints' file system: %d\n", ret);
+		return ret;
+	}
 	ret = misc_register(&lzchan_misc);
 	if (ret) {
 		pr_err("cannot register /dev/lzchan: %d\n", ret);
-		return ret;
+		goto out_ep;
 	}
 	pr_info("ABI %u ready\n", LZCHAN_ABI_VERSION);
 	return 0;
+
+out_ep:
+	lzchan_ep_exit();
+	return ret;
 }
 
 static void __exit lzchan_exit(void)
@@ -454,6 +531,8 @@ static void __exit lzchan_exit(void)
 	/* No file is open (each holds the module), so only names remain. */
 	lzchan_chan_unlink_all();
 	lzchan_ns_exit();
+	/* No endpoint is left either: each holds the module. */
+	lzchan_ep_exit();
 	pages = lzchan_pages_total();
 	if (pages)
 		pr_err("%ld page(s) still held at unload\n", pages);

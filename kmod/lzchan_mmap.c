@@ -17,7 +17,10 @@
  *
  * The mapping holds the file (vm_file), the file holds the channel, so the
  * pages live as long as any mapping does, fd closed or not; munmap() and
- * exit zap the entries before the file's last reference goes.
+ * exit zap the entries before the file's last reference goes.  An
+ * endpoint's file (lzchan_ep.c) has an inode of its own, so its mappings
+ * are exactly that inode's: revocation zaps them all, and the fault
+ * handler inserts nothing once it is revoked.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -31,13 +34,24 @@ static vm_fault_t lzchan_vm_fault(struct vm_fault *vmf)
 {
 	struct lzchan_file *f = vmf->vma->vm_file->private_data;
 	struct lzchan_chan *chan = lzchan_file_chan(f);
+	vm_fault_t ret;
 
 	/* mmap() checked the range and VM_DONTEXPAND keeps it; be safe. */
 	if (WARN_ON_ONCE(!chan || vmf->pgoff >= chan->npages))
 		return VM_FAULT_SIGBUS;
-	/* No reference taken: the mapping's file holds the channel. */
-	return vmf_insert_pfn(vmf->vma, vmf->address,
-			      page_to_pfn(chan->pages[vmf->pgoff]));
+	/*
+	 * A revoked endpoint's mappings were torn down and stay empty: the
+	 * revocation sets revoked under map_sem (written) before it unmaps,
+	 * so a page inserted here before is unmapped, and none after.
+	 */
+	down_read(&f->map_sem);
+	if (f->revoked)
+		ret = VM_FAULT_SIGBUS;
+	else	/* No reference taken: the mapping's file holds the channel. */
+		ret = vmf_insert_pfn(vmf->vma, vmf->address,
+				     page_to_pfn(chan->pages[vmf->pgoff]));
+	up_read(&f->map_sem);
+	return ret;
 }
 
 static const struct vm_operations_struct lzchan_vm_ops = {
@@ -61,6 +75,9 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!chan)
 		return -EBADFD;
+	/* Only a hint (the fault handler is the gate): no lock. */
+	if (READ_ONCE(f->revoked))
+		return -EKEYREVOKED;
 	/* VM_MAYSHARE: a MAP_SHARED mapping of an O_RDONLY fd lacks VM_SHARED. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;

@@ -182,6 +182,7 @@ static int lzchan_ps_attach_subscriber(struct lzchan_chan *chan, u32 *place, u32
 	l = &chan->lanes[i];
 	l->gen++;
 	l->state = LZCHAN_LANE_ATTACHED;
+	l->endpoint = 0;		/* an endpoint's attach says otherwise */
 	l->pid = get_pid(task_tgid(current));
 	l->euid = current_euid();
 	l->egid = current_egid();
@@ -194,8 +195,9 @@ static int lzchan_ps_attach_subscriber(struct lzchan_chan *chan, u32 *place, u32
 	 * for history or raises to the publisher's floor before it reads
 	 * (libchan's join; the design page).  tail is publisher-written and
 	 * may be anything: a lie costs the publisher's own room only.  Its
-	 * file is gone (release() runs after every mapping went), so nobody
-	 * writes the page meanwhile.
+	 * file is gone (release() runs after every mapping went), or was
+	 * revoked (its mappings torn down first, lzchan_ep_revoke_one()),
+	 * so nobody writes the page meanwhile.
 	 */
 	sub = lzchan_ps_sub(chan, i);
 	/* All of it: its copy of the status too (a zero, NONE). */
@@ -282,17 +284,26 @@ int lzchan_ps_set_eventfd(struct lzchan_file *f, struct lzchan_chan *chan,
 	struct lzchan_lane *l = &chan->lanes[f->lane];
 	struct eventfd_ctx *old;
 
+	bool revoked;
+
 	spin_lock(&chan->evlock);
-	old = l->evctx;
-	l->evctx = ev;
-	if (!ev && l->parked) {
-		l->parked = false;
-		WRITE_ONCE(chan->ps_parked, chan->ps_parked - 1);
+	/* A revoked subscriber's place may be another's by now (the
+	 * revocation set revoked under this lock, then closed the place). */
+	revoked = f->revoked;
+	if (revoked) {
+		old = ev;
+	} else {
+		old = l->evctx;
+		l->evctx = ev;
+		if (!ev && l->parked) {
+			l->parked = false;
+			WRITE_ONCE(chan->ps_parked, chan->ps_parked - 1);
+		}
 	}
 	spin_unlock(&chan->evlock);
 	if (old)
 		eventfd_ctx_put(old);
-	return 0;
+	return revoked ? -EKEYREVOKED : 0;
 }
 
 /* LZCHAN_IOC_WAKE on a pub/sub fd: the publisher wakes every parked
@@ -320,7 +331,9 @@ int lzchan_ps_park(struct lzchan_file *f)
 		return -EPERM;
 	l = &chan->lanes[f->lane];
 	spin_lock(&chan->evlock);
-	if (!l->evctx) {
+	if (f->revoked) {
+		ret = -EKEYREVOKED;	/* the place may be another's (as above) */
+	} else if (!l->evctx) {
 		ret = -EINVAL;
 	} else if (!l->parked) {
 		l->parked = true;
@@ -365,7 +378,9 @@ int lzchan_ps_detach(struct lzchan_file *f, struct lzchan_ps_detach *d)
 	place = array_index_nospec(d->place, chan->max_senders);
 	l = &chan->lanes[place];
 	mutex_lock(&chan->lock);
-	if (l->state != LZCHAN_LANE_ATTACHED || l->gen != d->gen) {
+	if (f->revoked) {
+		ret = -EKEYREVOKED;	/* no longer the publisher */
+	} else if (l->state != LZCHAN_LANE_ATTACHED || l->gen != d->gen) {
 		ret = -ESRCH;
 	} else {
 		/* Relaxed: the publisher compares the kernel's word with the

@@ -118,7 +118,7 @@ TEST(unknown_commands)
 	const unsigned long bad[] = {
 		_IO(LZCHAN_IOC_MAGIC, 0xff),
 		_IO(LZCHAN_IOC_MAGIC, 0x1f),
-		_IO(LZCHAN_IOC_MAGIC, 0x10),	/* the first after LZCHAN_IOC_PS_SUBS */
+		_IO(LZCHAN_IOC_MAGIC, 0x13),	/* the first after LZCHAN_IOC_LANES */
 		_IO(LZCHAN_IOC_MAGIC + 1, 0x00),
 		_IOWR(LZCHAN_IOC_MAGIC, 0x00, struct lzchan_features),
 		_IOR(LZCHAN_IOC_MAGIC, 0x01, __u32),

@@ -82,11 +82,14 @@ struct lzchan_features {
 #define LZCHAN_FEAT_PUBSUB	(1ULL << 9)	/* LZCHAN_CREATE_PUBSUB, the
 						 * publisher and subscriber roles,
 						 * PS_PARK, PS_DETACH, PS_SUBS */
+#define LZCHAN_FEAT_ENDPOINT	(1ULL << 10)	/* GRANT, REVOKE, LANES; OPEN
+						 * of an endpoint (empty name) */
 #define LZCHAN_FEAT_ALL		(LZCHAN_FEAT_NUMA | LZCHAN_FEAT_EVENTFD | \
 				 LZCHAN_FEAT_PEERCRED | LZCHAN_FEAT_PLACEMENT | \
 				 LZCHAN_FEAT_NOPIN | LZCHAN_FEAT_USAGE | \
 				 LZCHAN_FEAT_DEPARTURES | LZCHAN_FEAT_BYE | \
-				 LZCHAN_FEAT_TEMP | LZCHAN_FEAT_PUBSUB)
+				 LZCHAN_FEAT_TEMP | LZCHAN_FEAT_PUBSUB | \
+				 LZCHAN_FEAT_ENDPOINT)
 
 /*
  * LZCHAN_IOC_CREATE (any fd): create a named channel in the caller's IPC
@@ -167,6 +170,14 @@ struct lzchan_create {
  * (a channel role for a pub/sub channel, or the other way round), EPROTO
  * (abi_version is not LZCHAN_ABI_VERSION: a library built for another
  * version of this ABI).
+ *
+ * An endpoint (LZCHAN_IOC_GRANT) is opened with @name empty and @flags its
+ * granted role, or 0 for whatever role it carries (LZCHAN_IOC_INFO then
+ * says which): no permission is asked, the grant was the permission.  The
+ * kernel records the caller (pid, euid, egid) on the lane as for any open.
+ * An endpoint attaches once, ever.  Errors there: EPERM (a name, or
+ * another role), EISCONN (attached already), EKEYREVOKED (revoked), and
+ * those of attaching above.
  */
 struct lzchan_open {
 	__u32 size;
@@ -435,6 +446,112 @@ struct lzchan_usage {
 
 #define LZCHAN_USAGE_EXEMPT	(1U << 0)
 
+/*
+ * LZCHAN_IOC_GRANT (LZCHAN_FEAT_ENDPOINT; a /dev/lzchan fd, not an
+ * endpoint): a new fd, an endpoint, that carries one role (@role, one
+ * LZCHAN_OPEN_*) on one channel -- @name on an unbound fd, or with @name
+ * empty the channel the fd is bound to -- for another process to use
+ * (SCM_RIGHTS, or inherited across exec).  The caller must be allowed to
+ * open the channel in that role (the mode bits, as for OPEN).
+ *
+ * The endpoint refers to the channel itself, not to its name (which may go
+ * or name another channel later).  Its holder attaches with
+ * LZCHAN_IOC_OPEN, @name empty, and then has exactly what an fd bound in
+ * that role has: its own lane (place), mapped with its role's protections.
+ * The policy is one attachment per endpoint, ever: its file binds at most
+ * one lane, however many processes share the fd, and closing it is a
+ * departure.  An endpoint refuses everything that names or makes a
+ * channel -- CREATE, OPEN by name, UNLINK, LIST, USAGE, GRANT, REVOKE,
+ * LANES and PS_SUBS by name -- with EPERM, and the role it was not given.
+ *
+ * @flags: LZCHAN_GRANT_CLOEXEC (the new fd is close-on-exec).
+ * out: @fd, @id (the endpoint's number on this channel, from 1, never
+ * reused: what LZCHAN_IOC_REVOKE and LZCHAN_IOC_LANES name).
+ * Errors: ENOENT, EACCES, EPROTOTYPE (a role of the other kind of
+ * channel), EINVAL (flags, role, reserved), EPERM (the fd is an
+ * endpoint), EBADFD (empty name on an unbound fd), EISCONN (a name on a
+ * bound fd), EMFILE, ENFILE, ENOMEM.
+ */
+struct lzchan_grant {
+	__u32 size;
+	__u32 flags;			/* LZCHAN_GRANT_* */
+	char name[LZCHAN_NAME_SIZE];
+	__u32 role;			/* one LZCHAN_OPEN_* */
+	__s32 fd;			/* out: the endpoint */
+	__u64 id;			/* out */
+	__u64 reserved[4];
+};
+
+#define LZCHAN_GRANT_CLOEXEC	(1U << 0)
+#define LZCHAN_GRANT_FLAGS	LZCHAN_GRANT_CLOEXEC
+
+/*
+ * LZCHAN_IOC_REVOKE (LZCHAN_FEAT_ENDPOINT; a /dev/lzchan fd, not an
+ * endpoint): revoke endpoint @id of channel @name (with @name empty, of
+ * the channel the fd is bound to), or with LZCHAN_REVOKE_ALL (@id 0)
+ * every endpoint of it.  Allowed to whoever granted it (the same euid),
+ * to the channel's owner or creator, and with CAP_SYS_ADMIN in the user
+ * namespace that owns its IPC namespace.
+ *
+ * A revoked endpoint's attachment ends as a departure (what closing it
+ * without LZCHAN_IOC_BYE does: the lane CLOSED, the receiver woken; a
+ * receiver's GONE; a place closed).  Its holder's mappings are torn down:
+ * a later access to them faults (SIGBUS), and every ioctl on it but
+ * FEATURES fails with EKEYREVOKED.  Nothing else changes.
+ * out: @count, the endpoints revoked now.
+ * Errors: ENOENT (no such name, or no such endpoint there), EPERM,
+ * EINVAL, EBADFD, EISCONN (as for GRANT).
+ */
+struct lzchan_revoke {
+	__u32 size;
+	__u32 flags;			/* LZCHAN_REVOKE_* */
+	char name[LZCHAN_NAME_SIZE];
+	__u64 id;
+	__u32 count;			/* out */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+#define LZCHAN_REVOKE_ALL	(1U << 0)
+
+/*
+ * LZCHAN_IOC_LANES (LZCHAN_FEAT_ENDPOINT): who is on each lane of a
+ * channel (not pub/sub: PS_SUBS), for whoever may read it (read
+ * permission): @name on an unbound fd, or with @name empty the channel the
+ * fd is bound to.  @entries points to @count entries of @entry_size bytes
+ * (the struct lzchan_lane_peer the caller knows); the kernel fills
+ * min(count, max_senders - start) of them from lane @start and sets @count
+ * and @total (max_senders).  pid, uid and gid are the sender's as the
+ * kernel recorded them at its open, in the caller's namespaces (pid 0:
+ * not visible there); @endpoint, the endpoint it attached through (0: it
+ * opened the channel by name).
+ * Errors: ENOENT, EACCES, EPROTOTYPE (a pub/sub channel), EINVAL, EFAULT,
+ * EISCONN (a name given on a bound fd), EPERM (an endpoint's fd).
+ */
+struct lzchan_lane_peer {
+	__u32 state;			/* LZCHAN_LANE_FREE/ATTACHED/CLOSED */
+	__u32 gen;
+	__s32 pid;
+	__u32 uid;
+	__u32 gid;
+	__u32 flags;			/* 0 */
+	__u64 endpoint;
+	__u64 msgs;			/* as the senders published (unchecked) */
+	__u64 reserved[2];
+};
+
+struct lzchan_lanes {
+	__u32 size;
+	__u32 flags;			/* 0 */
+	char name[LZCHAN_NAME_SIZE];
+	__u32 entry_size;
+	__u32 count;			/* in: room; out: filled */
+	__u32 start;			/* in: first lane */
+	__u32 total;			/* out: max_senders */
+	__u64 entries;			/* user pointer */
+	__u64 reserved[2];
+};
+
 #define LZCHAN_IOC_FEATURES	_IO(LZCHAN_IOC_MAGIC, 0x00)
 #define LZCHAN_IOC_CREATE	_IO(LZCHAN_IOC_MAGIC, 0x01)
 #define LZCHAN_IOC_OPEN		_IO(LZCHAN_IOC_MAGIC, 0x02)
@@ -451,6 +568,9 @@ struct lzchan_usage {
 #define LZCHAN_IOC_PS_PARK	_IO(LZCHAN_IOC_MAGIC, 0x0d)
 #define LZCHAN_IOC_PS_DETACH	_IO(LZCHAN_IOC_MAGIC, 0x0e)
 #define LZCHAN_IOC_PS_SUBS	_IO(LZCHAN_IOC_MAGIC, 0x0f)
+#define LZCHAN_IOC_GRANT	_IO(LZCHAN_IOC_MAGIC, 0x10)
+#define LZCHAN_IOC_REVOKE	_IO(LZCHAN_IOC_MAGIC, 0x11)
+#define LZCHAN_IOC_LANES	_IO(LZCHAN_IOC_MAGIC, 0x12)
 
 /*
  * LZCHAN_IOC_BYE (bound fd, no argument): the caller is about to close it
