@@ -1370,6 +1370,7 @@ int lzchan_chan_wake(struct lzchan_file *f)
 int lzchan_chan_ring(struct lzchan_file *f)
 {
 	struct lzchan_chan *chan = lzchan_file_chan(f);
+	int ret = 0;
 	u32 lane;
 
 	if (!chan)
@@ -1377,12 +1378,23 @@ int lzchan_chan_ring(struct lzchan_file *f)
 	if (f->role != LZCHAN_OPEN_SENDER)
 		return -EPERM;
 	lane = f->lane;		/* < max_senders: set at the bind, never changed */
-	/* Fully ordered: the caller's stores of its messages (before the
-	 * system call, in program order) are seen before the bit.  Pairs
-	 * with libchan's acquire load of the bell word (__lz_rx_bell_words())
-	 * before it loads the lane's slots. */
-	atomic64_fetch_xor(BIT_ULL(lane % 64), (atomic64_t *)&chan->kbell[lane / 64]);
-	return 0;
+	/* A revoked endpoint's lane may be another sender's by now, whose
+	 * ring this one would undo: revoked is tested under evlock, where the
+	 * revocation sets it before the lane can go (lzchan_ep.c). */
+	if (lzchan_file_is_ep(f))
+		spin_lock(&chan->evlock);
+	if (lzchan_file_is_ep(f) && f->revoked) {
+		ret = -EKEYREVOKED;
+	} else {
+		/* Fully ordered: the caller's stores of its messages (before
+		 * the system call, in program order) are seen before the bit.
+		 * Pairs with libchan's acquire load of the bell word
+		 * (__lz_rx_bell_words()) before it loads the lane's slots. */
+		atomic64_fetch_xor(BIT_ULL(lane % 64), (atomic64_t *)&chan->kbell[lane / 64]);
+	}
+	if (lzchan_file_is_ep(f))
+		spin_unlock(&chan->evlock);
+	return ret;
 }
 
 /* ---- peers ---- */
@@ -1679,10 +1691,14 @@ void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
 	struct lzchan_chan *chan = lzchan_file_chan(f);
 	struct lzchan_chan_stat st;
 
-	if (lzchan_file_is_ep(f))
+	if (lzchan_file_is_ep(f)) {
+		bool revoked = READ_ONCE(f->revoked);	/* WRITE_ONCE under chan->lock */
+
 		seq_printf(m, "lzchan-endpoint:\t%llu %s%s\n", f->ep_id,
-			   lzchan_role_name(f->ep_role),
-			   READ_ONCE(f->revoked) ? " revoked" : "");
+			   lzchan_role_name(f->ep_role), revoked ? " revoked" : "");
+		if (revoked)
+			return;		/* its lane may be another's by now */
+	}
 	if (!chan) {
 		seq_puts(m, "lzchan-role:\tunbound\n");
 		return;

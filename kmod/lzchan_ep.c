@@ -43,38 +43,39 @@
 
 #define LZCHAN_EP_MAGIC		0x6c7a6570	/* "lzep" */
 
+/*
+ * The file system is mounted while endpoints exist: each pins it
+ * (simple_pin_fs(), in GRANT) and unpins it at its release().  Never
+ * registered, so nobody else can mount it.  Its superblock holds the
+ * module (.owner) until kill_sb has run, which the last endpoint's final
+ * mntput() in __fput() reaches after our release() and its own module
+ * reference (fops_put()) are over: so the module cannot go while any of
+ * it is still in use.
+ */
 static struct vfsmount *lzchan_ep_mnt;
+static int lzchan_ep_mnt_count;
 
 static int lzchan_ep_init_fs_context(struct fs_context *fc)
 {
-	return init_pseudo(fc, LZCHAN_EP_MAGIC) ? 0 : -ENOMEM;
+	if (!init_pseudo(fc, LZCHAN_EP_MAGIC))
+		return -ENOMEM;
+	/* Channel memory is never executable (lzchan_mmap()); nor is any
+	 * of this, nor a device. */
+	fc->s_iflags |= SB_I_NOEXEC | SB_I_NODEV;
+	return 0;
 }
 
-/*
- * Never registered (nobody can mount it) and without an owner: the mount
- * we keep would otherwise hold the module for good, and no rmmod could
- * ever run our exit, which unmounts it.  Each endpoint's file holds the
- * module itself (lzchan_ep_file()).
- */
 static struct file_system_type lzchan_ep_fs = {
 	.name = "lzchan_endpoint",
+	.owner = THIS_MODULE,
 	.init_fs_context = lzchan_ep_init_fs_context,
 	.kill_sb = kill_anon_super,
 };
 
-int lzchan_ep_init(void)
+/* An endpoint's file is gone (lzchan_release()): its pin goes. */
+void lzchan_ep_unpin(void)
 {
-	lzchan_ep_mnt = kern_mount(&lzchan_ep_fs);
-	if (IS_ERR(lzchan_ep_mnt))
-		return PTR_ERR(lzchan_ep_mnt);
-	/* Channel memory is never executable (lzchan_mmap()); nor is this. */
-	lzchan_ep_mnt->mnt_flags |= MNT_NOEXEC;
-	return 0;
-}
-
-void lzchan_ep_exit(void)
-{
-	kern_unmount(lzchan_ep_mnt);
+	simple_release_fs(&lzchan_ep_mnt, &lzchan_ep_mnt_count);
 }
 
 /* An endpoint's file for @role on @chan (whose reference it takes over). */
@@ -83,6 +84,8 @@ static struct file *lzchan_ep_file(struct lzchan_chan *chan, u32 role)
 	struct lzchan_file *f;
 	struct inode *inode;
 	struct file *file;
+
+	int ret;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
@@ -94,15 +97,22 @@ static struct file *lzchan_ep_file(struct lzchan_chan *chan, u32 role)
 		file = ERR_PTR(-ENOENT);
 		goto out_free;
 	}
+	ret = simple_pin_fs(&lzchan_ep_fs, &lzchan_ep_mnt, &lzchan_ep_mnt_count);
+	if (ret) {
+		file = ERR_PTR(ret);
+		goto out_module;
+	}
 	inode = alloc_anon_inode(lzchan_ep_mnt->mnt_sb);
 	if (IS_ERR(inode)) {
 		file = ERR_CAST(inode);
-		goto out_module;
+		goto out_unpin;
 	}
 	file = alloc_file_pseudo(inode, lzchan_ep_mnt, "lzchan-endpoint", O_RDWR,
 				 &lzchan_fops);
 	if (IS_ERR(file))
 		goto out_iput;
+	/* From here fput() undoes it all: release() unpins, __fput() puts
+	 * the module. */
 	f->ep_chan = chan;
 	f->ep_role = role;
 	f->ep_granter = current_euid();
@@ -112,6 +122,8 @@ static struct file *lzchan_ep_file(struct lzchan_chan *chan, u32 role)
 
 out_iput:
 	iput(inode);
+out_unpin:
+	lzchan_ep_unpin();
 out_module:
 	module_put(THIS_MODULE);
 out_free:
@@ -254,7 +266,9 @@ static void lzchan_ep_revoke_one(struct lzchan_chan *chan, struct lzchan_file *f
 {
 	lockdep_assert_held(&chan->lock);
 	spin_lock(&chan->evlock);
-	WRITE_ONCE(f->revoked, true);	/* read unlocked at the ioctl's entry */
+	/* Read unlocked at the ioctl's entry and in mmap() (hints), under
+	 * map_sem by the fault handler (below). */
+	WRITE_ONCE(f->revoked, true);
 	/* A holder asleep on its eventfd wakes, and meets the revocation at
 	 * its next look: the eventfd goes with the attachment below. */
 	if (f->chan && f->role == LZCHAN_OPEN_RECEIVER && chan->evctx)
@@ -262,8 +276,12 @@ static void lzchan_ep_revoke_one(struct lzchan_chan *chan, struct lzchan_file *f
 	if (f->chan && f->role == LZCHAN_OPEN_SUBSCRIBER && chan->lanes[f->lane].evctx)
 		lzchan_eventfd_signal(chan->lanes[f->lane].evctx);
 	spin_unlock(&chan->evlock);
+	/* A fault inside map_sem's read side tests revoked and inserts its
+	 * page as one step: waiting for the write side here means every
+	 * fault that read revoked false has inserted its page (which the
+	 * unmap below removes), and every later one reads it true (the
+	 * store above comes before our release of map_sem). */
 	down_write(&f->map_sem);
-	/* f->revoked is also the fault handler's, read under map_sem. */
 	up_write(&f->map_sem);
 	unmap_mapping_range(f->ep_mapping, 0, 0, 1);
 	/* Bound (under chan->lock, lzchan_ep_attach()): a departure. */

@@ -15,7 +15,10 @@
  *                release() runs only after the fd and every mapping are gone.
  *
  * Locks, outermost first: lzchan_lock (names, namespaces, limits), then
- * chan->lock (attachments, eventfd).  Neither is taken in mmap() or the
+ * chan->lock (attachments, eventfd), then -- revoking an endpoint only
+ * (lzchan_ep.c) -- the endpoint's map_sem and the mm's i_mmap_rwsem and
+ * page table locks (unmap_mapping_range()), then chan->evlock.  The fault
+ * handler takes map_sem under mmap_lock, and nothing of ours inside it.  Neither is taken in mmap() or the
  * fault handler, and no user copy happens under either, so mmap_lock never
  * nests inside them.  Nothing long runs under either: a channel's pages are
  * freed after lzchan_lock is dropped (lzchan_unlock()), a lane is scrubbed
@@ -237,8 +240,7 @@ static inline bool lzchan_role_ps(u32 role)
 }
 
 /* lzchan_ep.c: endpoints */
-int lzchan_ep_init(void);
-void lzchan_ep_exit(void);
+void lzchan_ep_unpin(void);
 int lzchan_ep_grant(struct lzchan_file *f, void __user *argp);
 int lzchan_ep_revoke(struct lzchan_file *f, struct lzchan_revoke *r);
 void lzchan_ep_forget(struct lzchan_file *f);

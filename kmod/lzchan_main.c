@@ -292,7 +292,9 @@ static const struct lzchan_ioctl_op lzchan_ioctl_ops[] = {
  * What an endpoint's file answers: its own binding's commands.  Whatever
  * names or makes a channel, or lists other parties, is refused (EPERM):
  * its holder has exactly what was granted.  OPEN is checked further in
- * lzchan_ep_attach() (no name, the granted role).
+ * lzchan_ep_attach() (no name, the granted role), PS_SUBS in
+ * lzchan_ps_subs() (a publisher's, of its own channel: its flush scans
+ * the places).
  */
 static bool lzchan_ep_may(unsigned int nr)
 {
@@ -308,6 +310,7 @@ static bool lzchan_ep_may(unsigned int nr)
 	case _IOC_NR(LZCHAN_IOC_RING):
 	case _IOC_NR(LZCHAN_IOC_PS_PARK):
 	case _IOC_NR(LZCHAN_IOC_PS_DETACH):
+	case _IOC_NR(LZCHAN_IOC_PS_SUBS):	/* a publisher's own: lzchan_ps_subs() */
 		return true;
 	default:
 		return false;
@@ -402,9 +405,12 @@ static int lzchan_open(struct inode *inode, struct file *file)
 static int lzchan_release(struct inode *inode, struct file *file)
 {
 	struct lzchan_file *f = file->private_data;
+	bool ep = lzchan_file_is_ep(f);
 
 	lzchan_chan_release_file(f);
 	kfree(f);
+	if (ep)
+		lzchan_ep_unpin();
 	return 0;
 }
 
@@ -505,22 +511,13 @@ static int __init lzchan_init(void)
 	BUILD_BUG_ON(offsetof(struct lzchan_lanes, entries) % 8);
 	BUILD_BUG_ON(sizeof(struct lzchan_lane_peer) % 8);
 
-	ret = lzchan_ep_init();
-	if (ret) {
-		pr_err("cannot mount the endpoints' file system: %d\n", ret);
-		return ret;
-	}
 	ret = misc_register(&lzchan_misc);
 	if (ret) {
 		pr_err("cannot register /dev/lzchan: %d\n", ret);
-		goto out_ep;
+		return ret;
 	}
 	pr_info("ABI %u ready\n", LZCHAN_ABI_VERSION);
 	return 0;
-
-out_ep:
-	lzchan_ep_exit();
-	return ret;
 }
 
 static void __exit lzchan_exit(void)
@@ -531,8 +528,6 @@ static void __exit lzchan_exit(void)
 	/* No file is open (each holds the module), so only names remain. */
 	lzchan_chan_unlink_all();
 	lzchan_ns_exit();
-	/* No endpoint is left either: each holds the module. */
-	lzchan_ep_exit();
 	pages = lzchan_pages_total();
 	if (pages)
 		pr_err("%ld page(s) still held at unload\n", pages);

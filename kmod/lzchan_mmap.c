@@ -41,11 +41,12 @@ static vm_fault_t lzchan_vm_fault(struct vm_fault *vmf)
 		return VM_FAULT_SIGBUS;
 	/*
 	 * A revoked endpoint's mappings were torn down and stay empty: the
-	 * revocation sets revoked under map_sem (written) before it unmaps,
-	 * so a page inserted here before is unmapped, and none after.
+	 * revocation sets revoked, then takes and drops map_sem for writing,
+	 * then unmaps (lzchan_ep_revoke_one()): a page inserted here before
+	 * is unmapped, and none is after.
 	 */
 	down_read(&f->map_sem);
-	if (f->revoked)
+	if (READ_ONCE(f->revoked))	/* WRITE_ONCE before the revoker's map_sem */
 		ret = VM_FAULT_SIGBUS;
 	else	/* No reference taken: the mapping's file holds the channel. */
 		ret = vmf_insert_pfn(vmf->vma, vmf->address,

@@ -459,6 +459,10 @@ int lzchan_ps_subs(struct lzchan_file *f, struct lzchan_ps_subs *s)
 	if (s->entry_size < offsetofend(struct lzchan_ps_sub_stat, flags) ||
 	    s->entry_size > PAGE_SIZE)
 		return -EINVAL;
+	/* An endpoint lists only as the publisher of its own channel (its
+	 * flush scans the places), never by name: exactly what was granted. */
+	if (lzchan_file_is_ep(f) && (s->name[0] || !bound || f->role != LZCHAN_OPEN_PUBLISHER))
+		return -EPERM;
 	if (s->name[0]) {
 		if (bound)
 			return -EISCONN;

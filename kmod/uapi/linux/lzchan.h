@@ -461,8 +461,12 @@ struct lzchan_usage {
  * The policy is one attachment per endpoint, ever: its file binds at most
  * one lane, however many processes share the fd, and closing it is a
  * departure.  An endpoint refuses everything that names or makes a
- * channel -- CREATE, OPEN by name, UNLINK, LIST, USAGE, GRANT, REVOKE,
- * LANES and PS_SUBS by name -- with EPERM, and the role it was not given.
+ * channel, or lists other parties -- CREATE, OPEN by name, UNLINK, LIST,
+ * USAGE, GRANT, REVOKE, LANES, and PS_SUBS but a publisher's of its own
+ * channel -- with EPERM, and the role it was not given.  A receiver's or
+ * publisher's role may be granted while someone holds it: the attach then
+ * fails with EBUSY, as an OPEN would.  A temporary channel's receiver
+ * role is never granted (EINVAL): it is the file that made it.
  *
  * @flags: LZCHAN_GRANT_CLOEXEC (the new fd is close-on-exec).
  * out: @fd, @id (the endpoint's number on this channel, from 1, never
@@ -496,9 +500,15 @@ struct lzchan_grant {
  * A revoked endpoint's attachment ends as a departure (what closing it
  * without LZCHAN_IOC_BYE does: the lane CLOSED, the receiver woken; a
  * receiver's GONE; a place closed).  Its holder's mappings are torn down:
- * a later access to them faults (SIGBUS), and every ioctl on it but
- * FEATURES fails with EKEYREVOKED.  Nothing else changes.
- * out: @count, the endpoints revoked now.
+ * a later access to them faults (SIGBUS), a new mmap() and every ioctl on
+ * it but FEATURES fail with EKEYREVOKED, and an eventfd it waits on is
+ * signalled.  Nothing else changes -- in particular the endpoint's file,
+ * like any fd of a channel, keeps the channel's memory (never its name or
+ * a lane) until its holder closes it.
+ * out: @count, the endpoints revoked now (one already revoked is not
+ * counted again).  With LZCHAN_REVOKE_ALL, those of the channel's
+ * endpoints the caller may revoke; EPERM only when it may revoke none of
+ * several.
  * Errors: ENOENT (no such name, or no such endpoint there), EPERM,
  * EINVAL, EBADFD, EISCONN (as for GRANT).
  */
@@ -890,7 +900,8 @@ struct lzchan_ps_detach {
  * @total (max_subscribers).  Positions and losses are what each
  * subscriber last published (lazily, unchecked).
  * Errors: ENOENT, EACCES, EPROTOTYPE (not a pub/sub channel), EINVAL,
- * EFAULT, EISCONN (a name given on a bound fd).
+ * EFAULT, EISCONN (a name given on a bound fd), EPERM (an endpoint's fd,
+ * but a publisher's asking of its own channel).
  */
 struct lzchan_ps_sub_stat {
 	__u32 state;			/* LZCHAN_LANE_FREE/ATTACHED/CLOSED */
