@@ -330,6 +330,85 @@ int lzchan_peer_origin(struct lzchan *ch, uint32_t lane, struct lzchan_origin *o
  */
 int lzchan_dev_features(struct lzchan_features *out);
 
+/* ---- endpoints: one role on one channel, as a file descriptor ---- */
+
+/*
+ * An endpoint is a file descriptor that carries exactly one role on one
+ * channel (the dev backend, a module with LZCHAN_FEAT_ENDPOINT).  A
+ * process that may open the channel in that role grants it; another
+ * process -- in a container with no /dev/lzchan and no shared IPC
+ * namespace -- receives it over a Unix socket (or inherits it) and builds
+ * a complete handle from it.  One attachment per endpoint, ever: the
+ * kernel records the process that attaches (lzchan_peer(), lzchan show).
+ * The channel's owner may revoke it: the holder's handle then fails as one
+ * whose peer departed (-EPIPE, on every call; a receiver's with *lane
+ * LZCHAN_LANE_NONE, nobody's end of stream; the call that meets the
+ * revocation inside an inline receive may say -EIO), and its lane ends as
+ * a departure.
+ * See lzchan_grant(3) and the admin guide.
+ *
+ * lzchan_grant - an endpoint for @role (LZCHAN_SENDER, LZCHAN_RECEIVER,
+ * LZCHAN_PUBLISHER or LZCHAN_SUBSCRIBER) of channel @name: returns the fd
+ * (close-on-exec unless @flags has LZCHAN_GRANT_INHERIT) and, with @id
+ * non-NULL, its number on the channel (for lzchan_revoke()).  Errors:
+ * -EOPNOTSUPP (shm backend, or a module without endpoints), -ENOENT,
+ * -EACCES, -EPROTOTYPE, -EINVAL, -EMFILE.
+ */
+#define LZCHAN_GRANT_INHERIT	(1U << 0)	/* the fd survives exec */
+int lzchan_grant(const char *name, unsigned int role, unsigned int flags, uint64_t *id);
+
+/*
+ * lzchan_revoke - revoke endpoint @id of channel @name (0: every endpoint
+ * of it).  Returns how many were revoked, or -ENOENT (no such channel or
+ * endpoint), -EPERM (neither its granter nor the channel's owner or
+ * creator), -EOPNOTSUPP.
+ */
+int lzchan_revoke(const char *name, uint64_t id);
+
+/*
+ * lzchan_grant_send - grant an endpoint (as lzchan_grant()) and send it
+ * over connected Unix socket @sock (SCM_RIGHTS), with its role and the
+ * channel's name (an 80-byte message: lzchan_grant_send(3)); the
+ * caller's copy is closed, sent or not.  0, or lzchan_grant()'s errors and
+ * sendmsg()'s (-EPIPE, -ENOTSOCK, ...).
+ */
+int lzchan_grant_send(int sock, const char *name, unsigned int role, uint64_t *id);
+
+/*
+ * lzchan_endpoint_recv - receive one endpoint sent by lzchan_grant_send()
+ * over @sock, waiting up to @timeout_ms (-1: forever).  Returns the fd
+ * (close-on-exec), or -ETIMEDOUT, -ECONNRESET (the peer closed first),
+ * -EPROTO (not an endpoint message, or not exactly one descriptor, or one
+ * that is not an lzchan endpoint: whatever came is closed), -errno.
+ */
+int lzchan_endpoint_recv(int sock, int timeout_ms);
+
+/*
+ * lzchan_open_fd - a complete handle from endpoint @fd (mapping, wakeups,
+ * credentials, as lzchan_open() gives), with no /dev/lzchan node and no
+ * name lookup.  @flags: the role expected (one of LZCHAN_RECEIVER,
+ * LZCHAN_SENDER, LZCHAN_PUBLISHER, LZCHAN_SUBSCRIBER), or 0 for the one it
+ * carries.  @opts: a receiver's or subscriber's spin_ns, or NULL.  The
+ * handle owns @fd from then on, success or not (lzchan_close() closes it).
+ * Errors: -EPERM (another role), -EISCONN (attached already: one
+ * attachment per endpoint), -EPIPE (revoked), -ENOTTY (not an lzchan
+ * descriptor at all), -EPROTO (an lzchan descriptor that is no endpoint,
+ * or a module of another ABI), -EBADF (@fd negative), -EINVAL, and
+ * lzchan_open()'s.
+ */
+int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
+		   const struct lzchan_opts *opts);
+
+/*
+ * lzchan_stat_peers - who is on each lane of channel @name (dev backend):
+ * fills min(@n, lanes) entries (struct lzchan_lane_peer of the UAPI:
+ * state, gen, pid, uid, gid in the caller's namespaces, the endpoint it
+ * attached through or 0) and returns the number of lanes.  -EOPNOTSUPP on
+ * shm (lzchan_peer() from the receiver), -EPROTOTYPE (pub/sub:
+ * lzchan_stat_subscribers()), -EACCES, -ENOENT.
+ */
+int lzchan_stat_peers(const char *name, struct lzchan_lane_peer *lp, unsigned int n);
+
 /* ---- managing and inspecting channels ---- */
 
 /*

@@ -37,8 +37,10 @@
  *     message the span does not take.  The bell (one bit per lane, which
  *     a sender toggles when its lane is asleep: the receiver stopped
  *     polling it) and the departures count are read at each grant.
- *  6. A cut (shm): the SIGBUS handler zeroes span; every take counts the
- *     span down after its accesses, so one that met the cut returns -EIO.
+ *  6. A cut (shm; on dev, a revocation of the handle's endpoint): the
+ *     SIGBUS handler zeroes span; every take counts the span down after
+ *     its accesses, so one that met the cut returns -EIO (the library's
+ *     calls say the handle's own error: -EPIPE on dev).
  *  7. Quick "empty" verdicts (quiet) are the only other thing the span
  *     carries: given inline only while the library's own would be.
  *  8. Head publication is lazy: when due at every settle, quick verdict

@@ -16,6 +16,13 @@
  * the loss is reported, never silent.  Faults anywhere else go to the
  * handler that was there before (the default one kills, as it would have).
  *
+ * dev: the module tears down the mappings of an endpoint whose grant is
+ * revoked (LZCHAN_IOC_REVOKE), and a later access to them gets SIGBUS.  So
+ * a dev handle maps all its areas inside one reserved range, guarded the
+ * same way (__lzchan_dev_reserve()): a revoked holder's calls then fail as
+ * a departed peer's do (-EPIPE, the handle's lost_err), never its process.
+ * On dev a SIGBUS in the range can only mean that.
+ *
  * The handler only reads the list of guarded mappings.  Entries are
  * changed under a mutex and never freed, only reused, so a handler walking
  * the list never follows a freed pointer; each has a sequence count, odd
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "lzchan_internal.h"
 
@@ -165,7 +173,8 @@ static void __lz_guard_set(struct __lzchan_guard *g, uintptr_t start, size_t len
 }
 
 /*
- * Guard [start, start + len), a mapping of a shm channel file; @hdr_off is
+ * Guard [start, start + len), a mapping of a shm channel file (or a dev
+ * handle's reserved range: __lzchan_dev_reserve()); @hdr_off is
  * where its struct lzchan_shm_hdr lies in it (SIZE_MAX: none).  Returns the
  * entry to pass to __lzchan_guard_retire(), or NULL with errno set.
  * LZCHAN_NO_SIGBUS_GUARD=1 in the environment leaves SIGBUS alone (for
@@ -247,4 +256,81 @@ void __lzchan_guard_retire(struct __lzchan_guard *g)
 	pthread_mutex_lock(&__lz_guard_lock);
 	__lz_guard_set(g, 0, 0, SIZE_MAX);
 	pthread_mutex_unlock(&__lz_guard_lock);
+}
+
+/*
+ * Guard handle @ch's mapping, [map_base, map_base + map_len), whose struct
+ * lzchan_shm_hdr is at @hdr_off (SIZE_MAX: none, a pub/sub channel's), and
+ * point the handle's words at the guard: f.lost, the cut word the handler
+ * sets (__lzchan_cut() reads it), and the word it poisons -- a sender's
+ * attn_seen (the inline send then asks the library), a receiver's span
+ * (the inline receive's count borrows).  What the calls then say is
+ * lost_err: -EIO on shm, -EPIPE on dev.  0 or -errno.
+ */
+int __lzchan_guard_handle(struct lzchan *ch, size_t hdr_off)
+{
+	ch->lost_err = ch->backend == LZCHAN_BACKEND_DEV ? -EPIPE : -EIO;
+	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, hdr_off);
+	if (!ch->guard)
+		return -errno;
+	ch->f.lost = &ch->guard->lost;	/* earlier 0.3 headers read it */
+	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);
+	if (ch->f.role == LZCHAN_SENDER)
+		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen, LZCHAN_ATTN_POISON);
+	else if (ch->f.role == LZCHAN_RECEIVER)
+		__lzchan_guard_poison(ch->guard, &ch->f.span, 0);
+	return 0;
+}
+
+/*
+ * dev: reserve @bytes of address space (the channel's size: every area's
+ * offset lies below it) for @ch's areas, each mapped later at its own
+ * offset in it (__lzchan_dev_map()), and guard the range (@hdr_off as for
+ * __lzchan_guard_handle()).  Inaccessible and backed by nothing until an
+ * area is mapped over it; the close unmaps the whole range at once.
+ * 0 or -errno.
+ */
+int __lzchan_dev_reserve(struct lzchan *ch, uint64_t bytes, size_t hdr_off)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (!bytes || bytes % page || bytes > SIZE_MAX ||
+	    (hdr_off != SIZE_MAX && hdr_off > bytes - sizeof(struct lzchan_shm_hdr)))
+		return -EPROTO;
+	p = mmap(NULL, (size_t)bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ch->map_base = p;
+	ch->map_len = (size_t)bytes;
+	return __lzchan_guard_handle(ch, hdr_off);
+}
+
+/* dev: map [@off, @off + @len) of @ch's channel with @prot at its place in
+ * the reserved range.  The area, or NULL with errno set (EPROTO: it does
+ * not lie inside the channel). */
+void *__lzchan_dev_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
+{
+	void *p;
+
+	if (!ch->map_base || !len || off > ch->map_len || len > ch->map_len - off) {
+		errno = EPROTO;
+		return NULL;
+	}
+	p = mmap((char *)ch->map_base + off, (size_t)len, prot, MAP_SHARED | MAP_FIXED, ch->fd,
+		 (off_t)off);
+	if (p != MAP_FAILED)
+		return p;
+	/* An older kernel may have unmapped that part of the reservation
+	 * before the module refused: reserve it again, so that no other
+	 * mapping lands there before our close unmaps the whole range. */
+	{
+		int e = errno;
+
+		(void)mmap((char *)ch->map_base + off, (size_t)len, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		errno = e;
+	}
+	return NULL;
 }

@@ -45,7 +45,8 @@ struct __lzchan_rxwatch {
 	uint32_t stall_pos;
 };
 
-/* A guarded shm mapping (lzchan_guard.c). */
+/* A guarded mapping (lzchan_guard.c): a shm channel file's, or the range
+ * a dev handle maps its areas in. */
 struct __lzchan_guard {
 	uint32_t seq;			/* odd while the entry changes */
 	int lost;			/* the SIGBUS handler replaced it */
@@ -63,13 +64,22 @@ bool __lzchan_guard_lost(const struct __lzchan_guard *g);
 void __lzchan_guard_retire(struct __lzchan_guard *g);
 void __lzchan_guard_poison(struct __lzchan_guard *g, uint32_t *word, uint32_t val);
 void __lzchan_guard_cut_word(struct __lzchan_guard *g, uint32_t *word);
+struct lzchan;
+int __lzchan_guard_handle(struct lzchan *ch, size_t hdr_off);
+int __lzchan_dev_reserve(struct lzchan *ch, uint64_t bytes, size_t hdr_off);
+void *__lzchan_dev_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot);
 
 struct lzchan {
 	struct __lzchan_fast f;		/* first: what lzchan_fast.h's inline paths use */
 	uint32_t max_msg;
 	enum lzchan_backend backend;
-	int fd;				/* device fd or shm file */
-	struct __lzchan_guard *guard;	/* shm: our mapping's SIGBUS guard */
+	int fd;				/* device fd (or endpoint) or shm file */
+	struct __lzchan_guard *guard;	/* our mapping's SIGBUS guard */
+	int lost_err;			/* what a call says once the guard lost
+					 * the mapping: -EIO on shm (the file was
+					 * cut short), -EPIPE on dev (the only
+					 * SIGBUS there: our endpoint revoked,
+					 * which ends us as a departed peer) */
 	int32_t numa_node;
 	uint32_t lane;			/* sender's lane */
 	uint32_t lane_gen;		/* sender: our lane's generation */
@@ -89,11 +99,11 @@ struct lzchan {
 	uint64_t *bell;
 	uint32_t *wake_word;		/* shm: senders' wake counter (bell area) */
 	struct lzchan_layout layout;
-	void *map_base;			/* shm: the whole file */
+	void *map_base;			/* shm: the whole file; dev: the range
+					 * reserved for the channel's areas, each
+					 * mapped at its offset in it
+					 * (__lzchan_dev_reserve()) */
 	size_t map_len;
-	void **maps;			/* dev: each mapping, for munmap */
-	size_t *map_lens;
-	unsigned int nmaps;
 
 	/* sender */
 	uint32_t stat_tail;		/* f.tail when f.stat_msgs last counted: the
@@ -299,9 +309,35 @@ bool __lzchan_rx_pending(struct lzchan *ch);
 void __lzchan_scrub_lane(char *slots, uint32_t slot_count, uint32_t slot_size);
 
 /* The top floors hold the public API only (declared in lzchan.h): floor 4,
- * lzchan_stat.c (channels seen without opening them); floor 5,
+ * lzchan_stat.c (channels seen without opening them) and
+ * lzchan_endpoint.c (endpoints granted, revoked, passed and received, and
+ * who is on each lane); floor 5,
  * lzchan_setup.c (opening and closing, both backends); floor 6,
  * lzchan_wait.c (waiting). */
+
+/* The handle's role as LZCHAN_IOC_OPEN names it, and back (0: none). */
+static inline uint32_t __lzchan_open_flag(uint32_t role)
+{
+	return role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER :
+	       role == LZCHAN_SENDER ? LZCHAN_OPEN_SENDER :
+	       role == LZCHAN_PUBLISHER ? LZCHAN_OPEN_PUBLISHER :
+	       role == LZCHAN_SUBSCRIBER ? LZCHAN_OPEN_SUBSCRIBER : 0;
+}
+
+static inline uint32_t __lzchan_role_of(uint32_t open_flag)
+{
+	return open_flag == LZCHAN_OPEN_RECEIVER ? LZCHAN_RECEIVER :
+	       open_flag == LZCHAN_OPEN_SENDER ? LZCHAN_SENDER :
+	       open_flag == LZCHAN_OPEN_PUBLISHER ? LZCHAN_PUBLISHER :
+	       open_flag == LZCHAN_OPEN_SUBSCRIBER ? LZCHAN_SUBSCRIBER : 0;
+}
+
+/* A module's errno @e on a bound fd as the library says it: a revoked
+ * endpoint (EKEYREVOKED) is a departed peer's end, -EPIPE. */
+static inline int __lzchan_dev_err(int e)
+{
+	return e == EKEYREVOKED ? -EPIPE : -e;
+}
 
 /* A spinning loop's pause. */
 static inline void __lz_cpu_relax(void)

@@ -474,32 +474,20 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 	/* A peer that cuts the file short costs us the channel (-EIO), not
 	 * the process: our accesses then read zeros, and the calls ask the
 	 * guard before believing them. */
-	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, SIZE_MAX);
-	if (!ch->guard)
-		return -errno;
-	ch->f.lost = &ch->guard->lost;
-	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);
+	ret = __lzchan_guard_handle(ch, SIZE_MAX);
+	if (ret)
+		return ret;
 	__ps_point(ch->ps, (char *)ch->map_base + page, &want);
 	return __ps_claim(ch, ch->ps, history);
-}
-
-/* dev: map [@off, @off + @len) of the channel, kept for the close. */
-static void *__ps_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
-{
-	void *p = mmap(NULL, len, prot, MAP_SHARED, ch->fd, (off_t)off);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	ch->maps[ch->nmaps] = p;
-	ch->map_lens[ch->nmaps++] = len;
-	return p;
 }
 
 /*
  * dev: @ch is bound to a pub/sub channel as its publisher or as the
  * subscriber of place ch->lane (generation ch->lane_gen), which @in
  * describes: map each area with our role's protections (the module
- * refuses any other), and start.  The module keeps the statuses.
+ * refuses any other), at its offset in one guarded range (a revoked
+ * endpoint's calls then fail, not the process: lzchan_guard.c), and
+ * start.  The module keeps the statuses.
  */
 int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint32_t history)
 {
@@ -527,27 +515,29 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 		return ret;
 	ps = ch->ps;
 	ps->dev = true;
-	ch->maps = calloc(6, sizeof(*ch->maps));
-	ch->map_lens = calloc(6, sizeof(*ch->map_lens));
-	if (!ch->maps || !ch->map_lens)
-		return -ENOMEM;
-	info = __ps_map(ch, l->info_off, l->info_size, PROT_READ);
-	puba = __ps_map(ch, l->pub_off, l->pub_size, pub ? PROT_READ | PROT_WRITE : PROT_READ);
-	wake = __ps_map(ch, l->wake_off, l->wake_size, PROT_READ);
-	ring = __ps_map(ch, l->ring_off, l->ring_size, pub ? PROT_READ | PROT_WRITE : PROT_READ);
+	/* No struct lzchan_shm_hdr here: the calls ask the guard. */
+	ret = __lzchan_dev_reserve(ch, in->stat.bytes, SIZE_MAX);
+	if (ret)
+		return ret;
+	info = __lzchan_dev_map(ch, l->info_off, l->info_size, PROT_READ);
+	puba = __lzchan_dev_map(ch, l->pub_off, l->pub_size,
+				pub ? PROT_READ | PROT_WRITE : PROT_READ);
+	wake = __lzchan_dev_map(ch, l->wake_off, l->wake_size, PROT_READ);
+	ring = __lzchan_dev_map(ch, l->ring_off, l->ring_size,
+				pub ? PROT_READ | PROT_WRITE : PROT_READ);
 	if (!info || !puba || !wake || !ring)
 		return -errno;
 	/* The places: a back-pressure publisher reads them all, and the
 	 * module's words on who counts; a subscriber maps its own page (and
 	 * can map no other, nor the module's words). */
 	if (bp_pub) {
-		subs = __ps_map(ch, l->subs_off, l->subs_size, PROT_READ);
-		places = __ps_map(ch, l->places_off, l->places_size, PROT_READ);
+		subs = __lzchan_dev_map(ch, l->subs_off, l->subs_size, PROT_READ);
+		places = __lzchan_dev_map(ch, l->places_off, l->places_size, PROT_READ);
 		if (!subs || !places)
 			return -errno;
 	} else if (!pub) {
-		subs = __ps_map(ch, l->subs_off + (uint64_t)ch->lane * l->sub_stride, l->sub_stride,
-				PROT_READ | PROT_WRITE);
+		subs = __lzchan_dev_map(ch, l->subs_off + (uint64_t)ch->lane * l->sub_stride,
+					l->sub_stride, PROT_READ | PROT_WRITE);
 		if (!subs)
 			return -errno;
 	}
@@ -576,7 +566,7 @@ int __lzchan_ps_attach_dev(struct lzchan *ch, const struct lzchan_info *in, uint
 		return -errno;
 	e.fd = ch->evfd;
 	if (ioctl(ch->fd, LZCHAN_IOC_SET_EVENTFD, &e) < 0)
-		return -errno;
+		return __lzchan_dev_err(errno);
 	__ps_sub_start(ps, history, false);
 	return 0;
 }
@@ -714,9 +704,10 @@ static int __ps_tx_check(struct lzchan *ch, struct __lzchan_ps *ps, size_t len)
 		return -EBUSY;
 	if (len > ps->max_msg)
 		return -EMSGSIZE;
-	/* The mapping cut (shm): the SIGBUS handler marked the handle. */
+	/* The mapping cut (shm) or revoked (dev): the SIGBUS handler
+	 * marked the handle. */
 	if (__lzchan_cut(&ch->f))
-		return -EIO;
+		return ch->lost_err;
 	if (ps->policy == LZCHAN_PS_BACKPRESSURE && ps->tail >= ps->room_end &&
 	    !__ps_room(ch, ps, ps->tail, false))
 		return -EAGAIN;
@@ -770,8 +761,9 @@ __ps_end(struct lzchan *ch, struct __lzchan_ps *ps, struct lzchan_ps_slot *s, ui
 		ps->sleepers_seen = sl;
 		__ps_wake_all(ps, true);
 	}
-	/* A cut met by any access above: the message reached nobody. */
-	return __lzchan_cut(&ch->f) ? -EIO : 0;
+	/* A cut (or a revocation) met by any access above: the message
+	 * reached nobody. */
+	return __lzchan_cut(&ch->f) ? ch->lost_err : 0;
 }
 
 /* One message written at the tail and published. */
@@ -851,7 +843,7 @@ static int __ps_slowest_dev(struct __lzchan_ps *ps, uint64_t *slowest)
 		q.count = 64;
 		q.entries = (uintptr_t)st;
 		if (ioctl(ps->fd, LZCHAN_IOC_PS_SUBS, &q) < 0)
-			return -errno;
+			return __lzchan_dev_err(errno);
 		if (!q.count)
 			break;
 		for (i = 0; i < q.count; i++)
@@ -876,7 +868,7 @@ int __lzchan_ps_flush(struct lzchan *ch, int64_t timeout_ns)
 		struct timespec ts = { .tv_nsec = ps->subs ? 20000 : 1000000 };
 
 		if (__lzchan_guard_lost(ch->guard))
-			return -EIO;
+			return ch->lost_err;
 		r = ps->subs ? 0 : __ps_slowest_dev(ps, &slowest);
 		if (r)
 			return r;
@@ -969,7 +961,7 @@ static int __ps_empty(struct lzchan *ch, struct __lzchan_ps *ps, uint64_t q)
 	uint64_t st, t, seq, now;
 
 	if (__lzchan_guard_lost(ch->guard))
-		return -EIO;
+		return ch->lost_err;
 	/* Pairs with the publisher's release store of pub_status (its
 	 * close), which follows its last tail. */
 	st = __lz_load_acq(&ps->hdr->pub_status);
@@ -1098,7 +1090,7 @@ int __lzchan_ps_recv(struct lzchan *ch, void *buf, size_t cap, uint32_t *lane)
 			continue;
 		}
 		if (__lzchan_cut(&ch->f))
-			return -EIO;
+			return ch->lost_err;
 		/* Taken and released, with every view before it. */
 		ps->pos = ps->peek = q + 1;
 		__ps_publish_pos(ps, false);
@@ -1286,7 +1278,7 @@ int __lzchan_ps_recv_wait(struct lzchan *ch, void *buf, size_t cap, uint32_t *la
 			/* The module marks us parked and bumps sleepers,
 			 * fully ordered (pairs as below). */
 			if (ioctl(ps->fd, LZCHAN_IOC_PS_PARK) < 0)
-				return -errno;
+				return __lzchan_dev_err(errno);
 		} else {
 			/* Acquire: pairs with the publisher's seq_cst
 			 * increment in __ps_wake_all(). */
@@ -1490,7 +1482,7 @@ int __lzchan_ps_arm(struct lzchan *ch)
 	if (ps->dev) {
 		/* Fully ordered in the module (pairs as in recv_wait). */
 		if (ioctl(ps->fd, LZCHAN_IOC_PS_PARK) < 0)
-			return -errno;
+			return __lzchan_dev_err(errno);
 	} else {
 		/* Pairs with the publisher's load of sleepers after its
 		 * publish (__ps_end()). */

@@ -583,7 +583,8 @@ static inline void __lz_tx_notify(struct lzchan *ch)
 /* lzchan_fast.h's inline publish found a cut, or attn moved (after its
  * compiler barrier), or (a header of earlier 0.3, whose gate did not stop
  * for them) statistics due: sort them out.  Returns what the send
- * returns: 0, or -EIO. */
+ * returns: 0, or the handle's lost_err (-EIO: shm, the file cut short;
+ * -EPIPE: dev, our endpoint revoked). */
 int __lzchan_tx_after(struct lzchan *ch)
 {
 	if (!ch || ch->f.role != LZCHAN_SENDER)
@@ -591,7 +592,7 @@ int __lzchan_tx_after(struct lzchan *ch)
 	if (!(ch->f.tail & (LZCHAN_STAT_EVERY - 1)))
 		__lzchan_tx_stats(ch);
 	if (__lzchan_cut(&ch->f) && __lzchan_guard_lost(ch->guard))
-		return -EIO;
+		return ch->lost_err;
 	/* Relaxed: only compared (after the inline publish's compiler
 	 * barrier); __lz_tx_attn() loads it again, acquire.  attn_seen
 	 * relaxed: the SIGBUS handler may store it. */
@@ -600,15 +601,17 @@ int __lzchan_tx_after(struct lzchan *ch)
 	return 0;
 }
 
-/* -EIO if the handle's shm mapping was lost (its file cut short under
- * us), else 0: asked after __lzchan_cut() saw the handler's mark. */
+/* The handle's lost_err if its mapping was lost -- -EIO on shm (the file
+ * cut short under us), -EPIPE on dev (our endpoint revoked: a departed
+ * peer's error) -- else 0: asked after __lzchan_cut() saw the handler's
+ * mark. */
 int __lzchan_lost(struct lzchan *ch)
 {
-	return ch && __lzchan_guard_lost(ch->guard) ? -EIO : 0;
+	return ch && __lzchan_guard_lost(ch->guard) ? ch->lost_err : 0;
 }
 
-/* After touching channel memory: did that access meet a cut?  -EIO
- * then, whatever @ret the call would have returned. */
+/* After touching channel memory: did that access meet a cut?  The
+ * handle's lost_err then, whatever @ret the call would have returned. */
 static inline int __lz_touched(struct lzchan *ch, int ret)
 {
 	int lost = __lzchan_cut(&ch->f) ? __lzchan_lost(ch) : 0;
@@ -632,9 +635,10 @@ static int __lz_tx_check(struct lzchan *ch, size_t len)
 	if (LZCHAN_STATUS_STATE(st) != LZCHAN_RX_NONE)
 		ch->rx_seen = true;	/* see __lz_tx_rx_dead() */
 	if (__lzchan_unlikely(LZCHAN_STATUS_STATE(st) == LZCHAN_RX_GONE)) {
-		/* shm: the file cut short under us says "gone" too. */
+		/* The mapping lost (shm: the file cut short under us; dev:
+		 * our endpoint revoked) says "gone" too. */
 		if (__lzchan_guard_lost(ch->guard))
-			return -EIO;
+			return ch->lost_err;
 		if (__lz_tx_rx_gone(ch))
 			return -EPIPE;
 	}
@@ -732,7 +736,7 @@ int lzchan_flush(struct lzchan *ch, int64_t timeout_ns)
 		uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
 
 		if (__lzchan_guard_lost(ch->guard))
-			return -EIO;
+			return ch->lost_err;
 		/* Pairs with the receiver's release store of head: it has
 		 * read what it released. */
 		if (__lz_load_acq(&ch->f.my_rxl->head) == ch->f.tail)
@@ -889,14 +893,14 @@ static __attribute__((noinline)) int __lz_send_batch_more(struct lzchan *ch,
 		 * lane, the ring's end: which refreshes the gate for the next
 		 * run)... */
 		ret = __lz_send(ch, msgs[i].iov_base, msgs[i].iov_len);
-		if (ret)	/* -EIO: this one met a cut, those before went out */
+		if (ret)	/* lost_err: this one met a cut, those before went out */
 			break;
 		i++;
 		/* ...then as many as the gate allows in one run. */
 		i += __lz_send_run(ch, msgs + i, n - i, &cut);
 	}
 	if (cut)
-		ret = -EIO;
+		ret = ch->lost_err;
 	ret = __lz_touched(ch, ret);
 	if (i)
 		__lz_tx_notify(ch);
@@ -1790,7 +1794,9 @@ static int __lz_rx_check(struct lzchan *ch)
 	if (!ch || ch->f.role != LZCHAN_RECEIVER)
 		return -EBADF;
 	if (__lzchan_unlikely(__lzchan_guard_lost(ch->guard)))
-		return -EIO;	/* shm: the file was cut short under us */
+		return ch->lost_err;	/* shm: the file was cut short under us
+					 * (-EIO); dev: our endpoint revoked
+					 * (-EPIPE) */
 	if (__lzchan_unlikely(ch->f.armed))
 		__lzchan_rx_disarm(ch, true);	/* the receiver is polling again */
 	return 0;
@@ -2292,6 +2298,10 @@ __lz_rx_call(struct lzchan *ch, const struct __lz_want *w)
 
 	if (__lz_span_left(ch)) {
 		ret = __lz_want_take(ch, w);
+		/* -EIO: the span's take met a cut (on dev, a revocation), said
+		 * as the inline take says it -- this path reads only the
+		 * handle's prefix, as the inline one; the next call says the
+		 * handle's own error (__lz_rx_check()). */
 		if (__lz_want_taken(w, ret) || ret == -EIO)
 			return ret;
 		if (ret == __LZCHAN_TAKE_NONE && __lzchan_span_empty(&ch->f))
@@ -2306,7 +2316,7 @@ __lz_rx_call(struct lzchan *ch, const struct __lz_want *w)
 		if (__lz_turn_grant(ch)) {
 			ret = __lz_want_take(ch, w);
 			if (__lz_want_taken(w, ret) || ret == -EIO)
-				return ret;
+				return ret;	/* -EIO: as above */
 			__lz_turn_settle(ch);	/* not a one-slot message: look */
 		}
 	}

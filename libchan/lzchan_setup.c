@@ -83,19 +83,9 @@ static bool __lz_ps_role(uint32_t role)
 
 /* ---- the mappings ---- */
 
-static void *__lzchan_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
-{
-	void *p = mmap(NULL, len, prot, MAP_SHARED, ch->fd, off);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	ch->maps[ch->nmaps] = p;
-	ch->map_lens[ch->nmaps++] = len;
-	return p;
-}
-
 /* Point the handle's area pointers at a channel area starting at @base
- * (shm: one mapping) -- or map each area (dev: @base NULL). */
+ * (shm: one mapping) -- or map each area at its offset in the range
+ * reserved for them (dev: @base NULL; __lzchan_dev_map()). */
 static int __lzchan_map_areas(struct lzchan *ch, char *base)
 {
 	const struct lzchan_layout *l = &ch->layout;
@@ -108,15 +98,11 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		rxa = base + l->rx_off;
 		bell = base + l->bell_off;
 	} else {
-		ch->maps = calloc(ch->f.max_senders + 4, sizeof(*ch->maps));
-		ch->map_lens = calloc(ch->f.max_senders + 4, sizeof(*ch->map_lens));
-		if (!ch->maps || !ch->map_lens)
-			return -ENOMEM;
-		info = __lzchan_map(ch, l->info_off, l->info_size, PROT_READ);
-		rxa = __lzchan_map(ch, l->rx_off, l->rx_size,
-				   rx ? PROT_READ | PROT_WRITE : PROT_READ);
+		info = __lzchan_dev_map(ch, l->info_off, l->info_size, PROT_READ);
+		rxa = __lzchan_dev_map(ch, l->rx_off, l->rx_size,
+				       rx ? PROT_READ | PROT_WRITE : PROT_READ);
 		/* The module rings it for us (LZCHAN_IOC_RING). */
-		bell = __lzchan_map(ch, l->bell_off, l->bell_size, PROT_READ);
+		bell = __lzchan_dev_map(ch, l->bell_off, l->bell_size, PROT_READ);
 		if (!info || !rxa || !bell)
 			return -errno;
 	}
@@ -137,8 +123,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 			return -ENOMEM;
 		for (i = 0; i < ch->f.max_senders; i++) {
 			char *lane = base ? base + l->lanes_off + i * l->lane_stride :
-				     __lzchan_map(ch, l->lanes_off + i * l->lane_stride,
-						  l->lane_size, PROT_READ);
+				     __lzchan_dev_map(ch, l->lanes_off + i * l->lane_stride,
+						      l->lane_size, PROT_READ);
 
 			if (!lane)
 				return -errno;
@@ -150,8 +136,8 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 	} else if (!base) {
 		/* dev: the module chose our lane at OPEN.  (shm: the lane is
 		 * claimed after mapping; __lzchan_shm_open() points at it.) */
-		char *lane = __lzchan_map(ch, l->lanes_off + ch->lane * l->lane_stride,
-					  l->lane_size, PROT_READ | PROT_WRITE);
+		char *lane = __lzchan_dev_map(ch, l->lanes_off + ch->lane * l->lane_stride,
+					      l->lane_size, PROT_READ | PROT_WRITE);
 
 		if (!lane)
 			return -errno;
@@ -196,6 +182,78 @@ static int __lzchan_dev_create(int fd, const char *name, uint32_t cflags,
 	return ioctl(fd, LZCHAN_IOC_CREATE, &c) < 0 ? -errno : (int)c.created;
 }
 
+/*
+ * The module behind @ch->fd (a /dev/lzchan fd, or an endpoint): its
+ * features into @ft, and whether this library can use it.  A module of
+ * another ABI keeps other shared-memory rules (it would refuse our open
+ * too, or take it without keeping attn): -EPROTO.
+ */
+static int __lzchan_dev_check(struct lzchan *ch, struct lzchan_features *ft)
+{
+	memset(ft, 0, sizeof(*ft));
+	ft->size = sizeof(*ft);
+	if (ioctl(ch->fd, LZCHAN_IOC_FEATURES, ft) < 0)
+		return -errno;
+	if (ft->abi_version != LZCHAN_ABI_VERSION)
+		return -EPROTO;
+	ch->backend = LZCHAN_BACKEND_DEV;
+	/* Does the module record clean closes (lzchan_end_cause())? */
+	ch->bye_known = !!(ft->features & LZCHAN_FEAT_BYE);
+	return 0;
+}
+
+/*
+ * @ch->fd is bound (LZCHAN_IOC_OPEN, by name or as an endpoint) in role
+ * ch->f.role, which @in (LZCHAN_IOC_INFO) describes, as sender of lane
+ * @lane (generation @gen) or subscriber of that place: map the areas with
+ * our role's protections, in one guarded range (a revoked endpoint's
+ * calls then fail instead of the process: lzchan_guard.c), and set up the
+ * wakeups.  @owned: LZCHAN_OWNED; @history: a subscriber's.
+ */
+static int __lzchan_dev_attach(struct lzchan *ch, const struct lzchan_info *in, uint32_t lane,
+			       uint32_t gen, bool owned, uint32_t history)
+{
+	int ret;
+
+	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
+	 * owner may have removed and made again) is the caller's.  The module
+	 * never changes a channel's owner and reports it in the caller's user
+	 * namespace, as geteuid() does.  Nothing is mapped yet; closing the
+	 * file detaches us again. */
+	if (owned && in->stat.uid != geteuid())
+		return -EPERM;
+	ch->lane = lane;
+	ch->lane_gen = gen;
+	ch->numa_node = in->stat.numa_node;
+	if (__lz_ps_role(ch->f.role))
+		return __lzchan_ps_attach_dev(ch, in, history);
+	/* Slots are addressed by shifting: a geometry this library cannot
+	 * use (an older module took any multiple of 64) is refused here. */
+	if (__lzchan_geom_check(in->stat.slot_size, in->stat.slot_count, in->stat.max_senders))
+		return -EPROTO;
+	ch->layout = in->layout;
+	__lzchan_set_geom(ch, in->stat.slot_size, in->stat.slot_count, in->stat.max_senders);
+	/* The rx_status the SIGBUS handler writes is the info area's. */
+	ret = __lzchan_dev_reserve(ch, in->stat.bytes, in->layout.info_off);
+	if (ret)
+		return ret;
+	ret = __lzchan_map_areas(ch, NULL);
+	if (ret)
+		return ret;
+
+	if (ch->f.role == LZCHAN_RECEIVER) {
+		struct lzchan_set_eventfd e = { .size = sizeof(e) };
+
+		ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (ch->evfd < 0)
+			return -errno;
+		e.fd = ch->evfd;
+		if (ioctl(ch->fd, LZCHAN_IOC_SET_EVENTFD, &e) < 0)
+			return __lzchan_dev_err(errno);
+	}
+	return 0;
+}
+
 /* @ps, @history: a pub/sub role's (as for __lzchan_shm_open()). */
 static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 			     unsigned int flags, const struct lzchan_opts *o,
@@ -203,18 +261,12 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 {
 	struct lzchan_open op = { .size = sizeof(op), .abi_version = LZCHAN_ABI_VERSION };
 	struct lzchan_info in = { .size = sizeof(in) };
-	struct lzchan_features ft = { .size = sizeof(ft) };
+	struct lzchan_features ft;
 	int ret;
 
-	ch->backend = LZCHAN_BACKEND_DEV;
-	/* A module of another ABI keeps other shared-memory rules (it would
-	 * refuse our open too, or take it without keeping attn). */
-	if (ioctl(ch->fd, LZCHAN_IOC_FEATURES, &ft) < 0)
-		return -errno;
-	if (ft.abi_version != LZCHAN_ABI_VERSION)
-		return -EPROTO;
-	/* Does the module record clean closes (lzchan_end_cause())? */
-	ch->bye_known = !!(ft.features & LZCHAN_FEAT_BYE);
+	ret = __lzchan_dev_check(ch, &ft);
+	if (ret)
+		return ret;
 	if (ps && !(ft.features & LZCHAN_FEAT_PUBSUB))
 		return -EOPNOTSUPP;	/* a module without pub/sub channels */
 	if (flags & LZCHAN_CREATE) {
@@ -228,53 +280,15 @@ static int __lzchan_dev_open(struct lzchan *ch, const char *name,
 			return ret;
 		ch->created = ret;
 	}
+	/* Bind the fd to the channel in our role, then attach as any bound
+	 * fd (lzchan_open_fd() binds an endpoint instead). */
 	memcpy(op.name, name, strlen(name) + 1);
-	op.flags = ch->f.role == LZCHAN_RECEIVER ? LZCHAN_OPEN_RECEIVER :
-		   ch->f.role == LZCHAN_SENDER ? LZCHAN_OPEN_SENDER :
-		   ch->f.role == LZCHAN_PUBLISHER ? LZCHAN_OPEN_PUBLISHER : LZCHAN_OPEN_SUBSCRIBER;
+	op.flags = __lzchan_open_flag(ch->f.role);
 	if (ioctl(ch->fd, LZCHAN_IOC_OPEN, &op) < 0)
 		return -errno;
 	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0)
 		return -errno;
-	if (ps) {
-		if ((flags & LZCHAN_OWNED) && in.stat.uid != geteuid())
-			return -EPERM;
-		ch->lane = op.lane;
-		ch->lane_gen = op.lane_gen;
-		ch->numa_node = in.stat.numa_node;
-		return __lzchan_ps_attach_dev(ch, &in, history);
-	}
-	/* LZCHAN_OWNED: the channel we are bound to (not the name, which its
-	 * owner may have removed and made again) is the caller's.  The module
-	 * never changes a channel's owner and reports it in the caller's user
-	 * namespace, as geteuid() does.  Nothing is mapped yet; closing the
-	 * file detaches us again. */
-	if ((flags & LZCHAN_OWNED) && in.stat.uid != geteuid())
-		return -EPERM;
-	/* Slots are addressed by shifting: a geometry this library cannot
-	 * use (an older module took any multiple of 64) is refused here. */
-	if (__lzchan_geom_check(in.stat.slot_size, in.stat.slot_count, in.stat.max_senders))
-		return -EPROTO;
-	ch->lane = op.lane;
-	ch->lane_gen = op.lane_gen;
-	ch->layout = in.layout;
-	ch->numa_node = in.stat.numa_node;
-	__lzchan_set_geom(ch, in.stat.slot_size, in.stat.slot_count, in.stat.max_senders);
-	ret = __lzchan_map_areas(ch, NULL);
-	if (ret)
-		return ret;
-
-	if (ch->f.role == LZCHAN_RECEIVER) {
-		struct lzchan_set_eventfd e = { .size = sizeof(e) };
-
-		ch->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (ch->evfd < 0)
-			return -errno;
-		e.fd = ch->evfd;
-		if (ioctl(ch->fd, LZCHAN_IOC_SET_EVENTFD, &e) < 0)
-			return -errno;
-	}
-	return 0;
+	return __lzchan_dev_attach(ch, &in, op.lane, op.lane_gen, flags & LZCHAN_OWNED, history);
 }
 
 /* ---- shm backend ---- */
@@ -661,18 +675,12 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 		return -errno;
 	}
 	/* From now on a peer that cuts the file short costs us the channel
-	 * (-EIO), not the process (lzchan_guard.c). */
-	ch->guard = __lzchan_guard_add(ch->map_base, ch->map_len, page);
-	if (!ch->guard)
-		return -errno;
-	ch->f.lost = &ch->guard->lost;	/* earlier 0.3 headers read it */
-	__lzchan_guard_cut_word(ch->guard, &ch->f.cut);	/* __lzchan_cut() reads it */
-	/* The inline send learns of a cut by attn_seen, the inline receive
-	 * by its span's count borrowing (lzchan_fast.h). */
-	if (ch->f.role == LZCHAN_SENDER)
-		__lzchan_guard_poison(ch->guard, &ch->f.attn_seen, LZCHAN_ATTN_POISON);
-	else
-		__lzchan_guard_poison(ch->guard, &ch->f.span, 0);
+	 * (-EIO), not the process (lzchan_guard.c).  The inline send learns
+	 * of a cut by attn_seen, the inline receive by its span's count
+	 * borrowing (lzchan_fast.h). */
+	ret = __lzchan_guard_handle(ch, page);
+	if (ret)
+		return ret;
 	return __lzchan_map_areas(ch, (char *)ch->map_base + page);
 }
 
@@ -931,6 +939,57 @@ static int __lzchan_owned_err(const char *name, unsigned int flags, int err)
 	return err;
 }
 
+/* A new handle in @role (0: learnt later, lzchan_open_fd()), before it
+ * is opened: nothing mapped, no descriptor, nobody's turn.  NULL: no
+ * memory. */
+static struct lzchan *__lz_new(unsigned int role, const struct lzchan_opts *o)
+{
+	struct lzchan *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->f.role = role;
+	ch->f.lost = &ch->never_lost;	/* the guard's word, once mapped */
+	ch->lost_err = -EIO;		/* __lzchan_guard_handle() chooses */
+	ch->fd = -1;
+	ch->evfd = -1;
+	ch->lsock = -1;
+	ch->wakefd = -1;
+	ch->closefd = -1;
+	ch->spare = -1;
+	ch->hupfd = -1;
+	ch->sock = -1;
+	ch->lane = LZCHAN_LANE_NONE;
+	/* Nobody's turn (lzchan_fast.h's release reads cur): the handle's own
+	 * lane, which no view can match (its head and peek stay 0). */
+	ch->f.cur = &ch->no_turn;
+	ch->f.cur_lane = LZCHAN_LANE_NONE;
+	ch->spin_ns = o->spin_ns;
+	return ch;
+}
+
+/* @ch is attached, its areas mapped: the role's own state (a pub/sub
+ * handle's is made by its attach).  0 or -ENOMEM. */
+static int __lz_ready(struct lzchan *ch, const struct lzchan_opts *o)
+{
+	if (ch->ps)
+		return 0;
+	ch->f.publish_every = o->publish_every && o->publish_every <= ch->f.slot_count ?
+			    o->publish_every : (ch->f.slot_count / 4 ? ch->f.slot_count / 4 : 1);
+	if (ch->f.role == LZCHAN_RECEIVER) {
+		ch->have_membarrier = __lzchan_query_barrier();
+		__lzchan_rx_init_lanes(ch);
+		return 0;
+	}
+	ch->f.fence_each_send = !__lzchan_register_sender_barrier();
+	if (!ch->cont)
+		ch->cont = calloc((ch->f.slot_count + 7) / 8, 1);
+	if (!ch->cont)
+		return -ENOMEM;
+	__lzchan_tx_init(ch);
+	return 0;
+}
+
 /* lzchan_open() and lzchan_subscribe(); @ps: a publisher's creation
  * (LZCHAN_CREATE), @history: a subscriber's. */
 static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
@@ -960,25 +1019,9 @@ static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
 	else
 		lzchan_opts_init(&o);
 
-	ch = calloc(1, sizeof(*ch));
+	ch = __lz_new(role, &o);
 	if (!ch)
 		return -ENOMEM;
-	ch->f.role = role;
-	ch->f.lost = &ch->never_lost;	/* shm: the guard's word, once mapped */
-	ch->fd = -1;
-	ch->evfd = -1;
-	ch->lsock = -1;
-	ch->wakefd = -1;
-	ch->closefd = -1;
-	ch->spare = -1;
-	ch->hupfd = -1;
-	ch->sock = -1;
-	ch->lane = LZCHAN_LANE_NONE;
-	/* Nobody's turn (lzchan_fast.h's release reads cur): the handle's own
-	 * lane, which no view can match (its head and peek stay 0). */
-	ch->f.cur = &ch->no_turn;
-	ch->f.cur_lane = LZCHAN_LANE_NONE;
-	ch->spin_ns = o.spin_ns;
 	memcpy(ch->name, name, strlen(name) + 1);
 
 	devfd = __lzchan_pick();
@@ -1001,26 +1044,9 @@ static int __lz_open(struct lzchan **chp, const char *name, unsigned int flags,
 		ret = __lzchan_owned_err(name, flags, ret);
 		goto fail;
 	}
-	if (ch->ps) {
-		*chp = ch;
-		return 0;
-	}
-
-	ch->f.publish_every = o.publish_every && o.publish_every <= ch->f.slot_count ?
-			    o.publish_every : (ch->f.slot_count / 4 ? ch->f.slot_count / 4 : 1);
-	if (role == LZCHAN_RECEIVER) {
-		ch->have_membarrier = __lzchan_query_barrier();
-		__lzchan_rx_init_lanes(ch);
-	} else {
-		ch->f.fence_each_send = !__lzchan_register_sender_barrier();
-		if (!ch->cont)
-			ch->cont = calloc((ch->f.slot_count + 7) / 8, 1);
-		if (!ch->cont) {
-			ret = -ENOMEM;
-			goto fail;
-		}
-		__lzchan_tx_init(ch);
-	}
+	ret = __lz_ready(ch, &o);
+	if (ret)
+		goto fail;
 	*chp = ch;
 	return 0;
 fail:
@@ -1046,6 +1072,86 @@ int lzchan_subscribe(struct lzchan **chp, const char *name, uint32_t history,
 		return -EINVAL;
 	lzchan_ps_opts_init(&ps);
 	return __lz_open(chp, name, LZCHAN_SUBSCRIBER | flags, NULL, &ps, history);
+}
+
+/*
+ * A handle from endpoint @fd (LZCHAN_IOC_GRANT, received or inherited):
+ * the handle takes the fd at once, and closes it on failure too.  The fd
+ * must answer LZCHAN_IOC_FEATURES (a module of our ABI); it is then bound
+ * by LZCHAN_IOC_OPEN with an empty name -- no name lookup, no permission
+ * asked: the grant was the permission -- in the role it carries, which
+ * LZCHAN_IOC_INFO names, and attached as a fd bound by name is.
+ */
+int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
+		   const struct lzchan_opts *opts)
+{
+	struct lzchan_open op = { .size = sizeof(op), .abi_version = LZCHAN_ABI_VERSION };
+	struct lzchan_info in = { .size = sizeof(in) };
+	struct lzchan_features ft;
+	struct lzchan_opts o;
+	struct lzchan *ch;
+	uint32_t role;
+	int ret;
+
+	if (fd < 0)
+		return -EBADF;
+	if (!chp || (flags && !__lzchan_open_flag(flags))) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (opts)
+		o = *opts;
+	else
+		lzchan_opts_init(&o);
+	ch = __lz_new(flags, &o);
+	if (!ch) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ch->fd = fd;			/* ours now: lzchan_close() closes it */
+	ret = __lzchan_dev_check(ch, &ft);
+	if (ret)
+		goto fail;		/* -ENOTTY: not an lzchan fd at all */
+	if (!(ft.features & LZCHAN_FEAT_ENDPOINT)) {
+		ret = -EPROTO;		/* a module without endpoints: not one */
+		goto fail;
+	}
+	op.flags = __lzchan_open_flag(flags);	/* 0: the role it carries */
+	if (ioctl(ch->fd, LZCHAN_IOC_OPEN, &op) < 0) {
+		/* Our request is well formed: EINVAL says the fd is a
+		 * /dev/lzchan fd that is no endpoint (it needs a name). */
+		ret = errno == EINVAL ? -EPROTO : __lzchan_dev_err(errno);
+		goto fail;
+	}
+	if (ioctl(ch->fd, LZCHAN_IOC_INFO, &in) < 0) {
+		ret = __lzchan_dev_err(errno);
+		goto fail;
+	}
+	role = __lzchan_role_of(in.role);
+	if (!role) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	/* The module refused another role already; believe it only once. */
+	if (flags && role != flags) {
+		ret = -EPERM;
+		goto fail;
+	}
+	ch->f.role = role;
+	/* The channel's name, if it still has one (it may have been
+	 * unlinked: the endpoint is the channel's, not the name's). */
+	in.stat.name[LZCHAN_NAME_SIZE - 1] = 0;
+	memcpy(ch->name, in.stat.name, strlen(in.stat.name) + 1);
+	ret = __lzchan_dev_attach(ch, &in, op.lane, op.lane_gen, false, 0);
+	if (!ret)
+		ret = __lz_ready(ch, &o);
+	if (ret)
+		goto fail;
+	*chp = ch;
+	return 0;
+fail:
+	lzchan_close(ch);
+	return ret;
 }
 
 /*
@@ -1094,7 +1200,6 @@ static void __lz_close(struct lzchan *ch, bool clean)
 	struct __lzchan_guard *reach_guard = NULL;
 	size_t reach_len = 0;
 	void *reach = NULL;
-	unsigned int i;
 
 	if (!ch)
 		return;
@@ -1183,8 +1288,8 @@ static void __lz_close(struct lzchan *ch, bool clean)
 		__lzchan_guard_retire(reach_guard);
 		munmap(reach, reach_len);
 	}
-	for (i = 0; i < ch->nmaps; i++)
-		munmap(ch->maps[i], ch->map_lens[i]);
+	/* The whole mapping at once: shm's file, or dev's reserved range
+	 * with every area in it. */
 	__lzchan_guard_retire(ch->guard);
 	if (ch->map_base)
 		munmap(ch->map_base, ch->map_len);
@@ -1192,8 +1297,6 @@ static void __lz_close(struct lzchan *ch, bool clean)
 		close(ch->evfd);
 	if (ch->fd >= 0)
 		close(ch->fd);		/* drops the module binding / our locks */
-	free(ch->maps);
-	free(ch->map_lens);
 	free(ch->f.lanes);
 	free(ch->f.active);
 	free(ch->bell_seen);
@@ -1399,7 +1502,7 @@ int lzchan_peer(struct lzchan *ch, uint32_t lane, int32_t *pid, uint32_t *uid,
 		p.uid = c.uid;
 		p.gid = c.gid;
 	} else if (ioctl(ch->fd, LZCHAN_IOC_PEER, &p) < 0) {
-		return -errno;
+		return __lzchan_dev_err(errno);
 	}
 	if (pid)
 		*pid = p.pid;

@@ -149,7 +149,8 @@ static int __lz_sleep_parked(struct lzchan *ch, uint64_t deadline, uint64_t cap,
 			break;
 		now = __lzchan_now_ns();
 		/* A cut the look met (or the guard saw) is the receive's
-		 * -EIO, not a reason to sleep on. */
+		 * error (-EIO; dev: -EPIPE, a revocation), not a reason to
+		 * sleep on. */
 		if (now >= deadline || __lzchan_rx_pending(ch) || __lzchan_cut(&ch->f) ||
 		    __lzchan_guard_lost(ch->guard))
 			break;
@@ -403,7 +404,7 @@ int lzchan_wait_receiver(struct lzchan *ch, int64_t timeout_ns)
 		uint64_t st = __lz_load_acq(&ch->f.hdr->rx_status);
 
 		if (__lzchan_guard_lost(ch->guard))
-			return -EIO;
+			return ch->lost_err;
 		/* shm: ATTACHED is believed only with the receiver's lock
 		 * held (a dead one leaves ATTACHED behind). */
 		if (LZCHAN_STATUS_STATE(st) == LZCHAN_RX_ATTACHED &&

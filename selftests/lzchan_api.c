@@ -13,7 +13,13 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -2654,6 +2660,254 @@ TEST(owned_refuses_a_squatted_name)
 	EXPECT_EQ(0, lzchan_unlink(s->open_name));
 	EXPECT_EQ(0, lzchan_unlink(s->closed_name));
 	munmap(s, sizeof(*s));
+}
+
+/* ---- endpoints (the module's; here what every backend must refuse) ---- */
+
+/* The message lzchan_grant_send() sends (lzchan_endpoint.c), rebuilt
+ * here byte for byte so that each field can be broken on its own. */
+struct ep_msg {
+	char magic[8];
+	uint32_t version;
+	uint32_t role;
+	char name[LZCHAN_NAME_SIZE];
+};
+
+static void ep_msg_init(struct ep_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	memcpy(m->magic, "LZCHANEP", 8);
+	m->version = 1;
+	m->role = LZCHAN_OPEN_SENDER;
+	strcpy(m->name, "epchan");
+}
+
+/* Send @len bytes of @buf with @nfds descriptors (SCM_RIGHTS) on @sock. */
+static ssize_t ep_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(&ctl, 0, sizeof(ctl));
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
+/* The two lowest descriptor numbers free now: where the next two
+ * descriptors received will land. */
+static void ep_next_fds(int *a, int *b)
+{
+	*a = dup(0);
+	*b = dup(0);
+	close(*a);
+	close(*b);
+}
+
+static bool ep_fd_closed(int fd)
+{
+	return fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+}
+
+/* Is nobody left holding the read end of pipe @p, after we closed ours?
+ * (A write then fails with EPIPE.) */
+static bool ep_pipe_unread(int p[2])
+{
+	bool gone;
+
+	close(p[0]);
+	gone = write(p[1], "x", 1) < 0 && errno == EPIPE;
+	close(p[1]);
+	return gone;
+}
+
+/* From here on this process dies at its first ioctl(): what a malformed
+ * message brought is refused before anything is asked of it. */
+static int ep_forbid_ioctl(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -errno : 0;
+}
+
+TEST(endpoint_grant_refused_without_the_module)
+{
+	const char *n = lz_name("epg");
+	uint64_t id = 7;
+	int sv[2], r;
+	char b;
+
+	signal(SIGPIPE, SIG_IGN);
+	EXPECT_EQ(-EINVAL, lzchan_grant(n, 0, 0, &id));
+	EXPECT_EQ(-EINVAL, lzchan_grant(n, LZCHAN_SENDER | LZCHAN_RECEIVER, 0, &id));
+	EXPECT_EQ(-EINVAL, lzchan_grant(n, LZCHAN_SENDER, 1U << 5, &id));
+	EXPECT_EQ(-EINVAL, lzchan_grant("a/b", LZCHAN_SENDER, 0, &id));
+	EXPECT_EQ(-EINVAL, lzchan_stat_peers(n, NULL, 1));
+	if (lz_expect_dev() || access(LZCHAN_DEVICE_PATH, F_OK) == 0) {
+		/* The module: no such channel (or a module without endpoints). */
+		r = lzchan_grant(n, LZCHAN_SENDER, 0, &id);
+		EXPECT_TRUE(r == -ENOENT || r == -EOPNOTSUPP);
+		return;
+	}
+	ASSERT_EQ(1, lzchan_create(n, NULL, 0));
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant(n, LZCHAN_SENDER, 0, &id));
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant(n, LZCHAN_RECEIVER, LZCHAN_GRANT_INHERIT, NULL));
+	EXPECT_EQ(7, id);			/* untouched */
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_revoke(n, 0));
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_revoke(n, 1));
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_stat_peers(n, NULL, 0));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant_send(sv[0], n, LZCHAN_SENDER, &id));
+	EXPECT_EQ(-1, recv(sv[1], &b, 1, MSG_DONTWAIT));	/* nothing sent */
+	EXPECT_EQ(EAGAIN, errno);
+	close(sv[0]);
+	close(sv[1]);
+	EXPECT_EQ(0, lzchan_unlink(n));
+}
+
+TEST(endpoint_open_fd_refuses_what_is_not_one)
+{
+	struct lzchan *ch = NULL;
+	int p[2];
+
+	EXPECT_EQ(-EBADF, lzchan_open_fd(&ch, -1, 0, NULL));
+	/* A pipe: not an lzchan descriptor at all; closed all the same. */
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-ENOTTY, lzchan_open_fd(&ch, p[0], 0, NULL));
+	EXPECT_TRUE(ep_fd_closed(p[0]));
+	EXPECT_EQ(-ENOTTY, lzchan_open_fd(&ch, p[1], LZCHAN_SENDER, NULL));
+	EXPECT_TRUE(ep_fd_closed(p[1]));
+	EXPECT_EQ(NULL, ch);
+	/* Bad arguments: refused, and the descriptor still closed. */
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-EINVAL, lzchan_open_fd(&ch, p[0], LZCHAN_SENDER | LZCHAN_CREATE, NULL));
+	EXPECT_TRUE(ep_fd_closed(p[0]));
+	EXPECT_EQ(-EINVAL, lzchan_open_fd(NULL, p[1], 0, NULL));
+	EXPECT_TRUE(ep_fd_closed(p[1]));
+}
+
+TEST(endpoint_recv_refuses_anything_but_one_endpoint)
+{
+	struct ep_msg m;
+	int sv[2], p[2], q[2], two[2], a, b;
+	char longer[sizeof(m) + 1];
+
+	signal(SIGPIPE, SIG_IGN);
+	ep_msg_init(&m);
+
+	/* A valid message whose descriptor is no lzchan endpoint (asked,
+	 * LZCHAN_IOC_FEATURES, and refused). */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ((ssize_t)sizeof(m), ep_send(sv[0], &m, sizeof(m), &p[0], 1));
+	ep_next_fds(&a, &b);
+	EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+	EXPECT_TRUE(ep_fd_closed(a));
+	EXPECT_TRUE(ep_pipe_unread(p));
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Everything below is refused before its descriptor is asked. */
+	ASSERT_EQ(0, ep_forbid_ioctl());
+
+	/* Short: half a message, with a descriptor (closed). */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, pipe(p));
+	ep_msg_init(&m);
+	ASSERT_EQ(40, ep_send(sv[0], &m, 40, &p[0], 1));
+	ep_next_fds(&a, &b);
+	EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+	EXPECT_TRUE(ep_fd_closed(a));
+	EXPECT_TRUE(ep_pipe_unread(p));
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Longer than the message. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, pipe(p));
+	memset(longer, 0, sizeof(longer));
+	memcpy(longer, &m, sizeof(m));
+	ASSERT_EQ((ssize_t)sizeof(longer), ep_send(sv[0], longer, sizeof(longer), &p[0], 1));
+	EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+	EXPECT_TRUE(ep_pipe_unread(p));
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Wrong magic, wrong version, no role, a name without its NUL. */
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+		ASSERT_EQ(0, pipe(p));
+		ep_msg_init(&m);
+		if (i == 0)
+			m.magic[7] = 'X';
+		else if (i == 1)
+			m.version = 2;
+		else if (i == 2)
+			m.role = 0;
+		else
+			memset(m.name, 'a', sizeof(m.name));
+		ASSERT_EQ((ssize_t)sizeof(m), ep_send(sv[0], &m, sizeof(m), &p[0], 1));
+		ep_next_fds(&a, &b);
+		EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+		EXPECT_TRUE(ep_fd_closed(a));
+		EXPECT_TRUE(ep_pipe_unread(p));
+		close(sv[0]);
+		close(sv[1]);
+	}
+
+	/* No descriptor. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ep_msg_init(&m);
+	ASSERT_EQ((ssize_t)sizeof(m), ep_send(sv[0], &m, sizeof(m), NULL, 0));
+	EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Two descriptors: both closed. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, pipe(q));
+	two[0] = p[0];
+	two[1] = q[0];
+	ASSERT_EQ((ssize_t)sizeof(m), ep_send(sv[0], &m, sizeof(m), two, 2));
+	ep_next_fds(&a, &b);
+	EXPECT_EQ(-EPROTO, lzchan_endpoint_recv(sv[1], 1000));
+	EXPECT_TRUE(ep_fd_closed(a));
+	EXPECT_TRUE(ep_fd_closed(b));
+	EXPECT_TRUE(ep_pipe_unread(p));
+	EXPECT_TRUE(ep_pipe_unread(q));
+	close(sv[0]);
+	close(sv[1]);
+
+	/* Nothing comes: the timeout.  The peer leaves: end of file. */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_endpoint_recv(sv[1], 50));
+	EXPECT_EQ(-ETIMEDOUT, lzchan_endpoint_recv(sv[1], 0));
+	close(sv[0]);
+	EXPECT_EQ(-ECONNRESET, lzchan_endpoint_recv(sv[1], 1000));
+	close(sv[1]);
+	EXPECT_EQ(-EBADF, lzchan_endpoint_recv(-1, 0));
 }
 
 TEST_HARNESS_MAIN

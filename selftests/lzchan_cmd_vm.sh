@@ -7,7 +7,7 @@
 # usage: lzchan_cmd_vm.sh [PATH-TO-lzchan]   (default: lzchan-static here)
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:-$here/lzchan-static}
-plan=32
+plan=36
 . "$here/lzchan_vm_tap.sh"
 need_dev
 
@@ -80,13 +80,14 @@ check "create on a node that does not exist: EINVAL naming the node" \
 
 printf 'a\nb\n' | "$tool" send $p.a; s=$?
 run show $p.a
-check "show through the module: messages 2, sender attach 1, lanes not shown" \
+check "show through the module: messages 2, sender attach 1, the lane's sender by name" \
 	eval '[ $s = 0 ] && rc_is 0 && out_has "^backend: *dev (/dev/lzchan)" && out_has "^messages: *2$" && \
 	      out_has "^sender attaches: *1$" && out_has "^numa node: *1 (strict)" && \
-	      out_has "shown by the shm backend only"'
+	      out_has "^ *LANE  *STATE  *GEN  *PID  *UID  *GID  *VIA$" && out_has "^ *0 closed  *1 .* by name$"'
 run show $p.a --json
-check "show --json: the module's counters, lanes null" \
-	eval 'rc_is 0 && out_has "\"backend\": \"dev\"" && out_has "\"messages\": 2," && out_has "\"lanes\": null}$"'
+check "show --json: the module's counters, lanes null, the lane's peer" \
+	eval 'rc_is 0 && out_has "\"backend\": \"dev\"" && out_has "\"messages\": 2," && \
+	      out_has "\"lanes\": null, \"peers\": \[{\"lane\": 0, \"state\": \"closed\", \"gen\": 1, .*\"endpoint\": null}]}$"'
 run recv $p.a --count 2
 check "recv --count 2 through the module gets both lines" \
 	eval 'rc_is 0 && [ "$(cat "$out")" = "$(printf "a\nb")" ]'
@@ -172,6 +173,46 @@ run show $p.ticks
 check "show of a module pub/sub channel: its kind and 3 messages" \
 	eval 'rc_is 0 && out_has "publish/subscribe" && out_has "^messages: *3"'
 run remove $p.ticks
+# Endpoints through the module: 'lzchan grant' hands out sender endpoints
+# over a Unix socket; a sender through one delivers, 'show' names the
+# endpoint on its lane, and a revocation ends a sender mid-stream.
+run create $p.ep
+"$tool" grant $p.ep --role sender --socket "$tmp/ep.sock" --count 2 >"$tmp/g.out" 2>"$tmp/g.err" &
+g=$!
+i=0
+while [ ! -S "$tmp/ep.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+printf 'e1\ne2\n' | "$tool" send --endpoint "$tmp/ep.sock" 2>"$err"; es=$?
+run recv $p.ep --count 2
+check "a sender endpoint from 'lzchan grant' delivers through the module" \
+	eval '[ $es = 0 ] && rc_is 0 && [ "$(cat "$out")" = "$(printf "e1\ne2")" ]'
+# The receiver that took e1 and e2 left: a new one waits for three.
+"$tool" recv $p.ep --count 3 --timeout 20000 >"$tmp/r.out" 2>"$tmp/r.err" &
+r=$!
+show_until $p.ep "^receiver: *\(attached\|parked\)$" || true
+mkfifo "$tmp/feed"
+trap '' PIPE	# a sender that ended early must fail a check, not the script
+"$tool" send --endpoint "$tmp/ep.sock" <"$tmp/feed" 2>"$tmp/e2.err" &
+e2=$!
+exec 3>"$tmp/feed"
+echo e3 >&3
+show_until $p.ep "^ *[0-9]* attached .* endpoint 2$"; sh=$?
+run revoke $p.ep 2
+rv=$(cat "$tmp/rc")
+echo e4 >&3 2>/dev/null
+echo e5 >&3 2>/dev/null
+exec 3>&-
+wait $e2; e2s=$?
+wait $g; gs=$?
+wait $r; rs=$?
+sed 's/^/# sender: /' "$tmp/e2.err"
+sed 's/^/# grant: /' "$tmp/g.err"
+check "show names the endpoint a lane's sender came through" eval '[ $sh = 0 ]'
+check "revoke ends that sender, its receiver still there: its sends fail (EPIPE)" \
+	eval '[ $rv = 0 ] && out_has "^revoked 1 endpoint" && [ $e2s = 1 ] && grep -q "EPIPE" "$tmp/e2.err" &&
+	      [ $gs = 0 ] && grep -q "^granted sender endpoint 2 of $p.ep$" "$tmp/g.out"'
+check "what the revoked sender sent before is delivered, nothing after" \
+	eval '[ $rs = 3 ] && [ "$(cat "$tmp/r.out")" = e3 ]'
+run remove $p.ep
 run list
 check "nothing of this run is listed any more" eval "rc_is 0 && ! out_has '^$p\\.'"
 [ $n = $plan ] || { echo "# ran $n tests, planned $plan"; failed=1; }

@@ -349,6 +349,37 @@ check "subscribe to a channel: EPROTOTYPE, says to use recv" \
 run subscribe ticks --timeout 100
 check "subscribe with nothing published: ETIMEDOUT, exit 3" eval 'rc_is 3 && err_has "(ETIMEDOUT)"'
 
+# --- endpoints: the module's alone ---
+"$tool" create epch >/dev/null 2>&1
+run grant epch --role sender --socket "$tmp/ep.sock"
+check "grant on shm: EOPNOTSUPP, exit 1, one line naming the module, no socket left" \
+	eval 'rc_is 1 && err_has "EOPNOTSUPP" && err_has "shared-memory backend" &&
+	      err_has "/dev/lzchan" && err_one_line && [ ! -s "$out" ] && [ ! -e "$tmp/ep.sock" ]'
+run grant nosuch --role receiver --socket "$tmp/ep.sock"
+check "grant of a missing channel on shm: EOPNOTSUPP too (no module at all)" \
+	eval 'rc_is 1 && err_has "EOPNOTSUPP" && [ ! -e "$tmp/ep.sock" ]'
+run grant epch --socket "$tmp/ep.sock"
+check "grant without --role is a usage error" eval 'rc_is 2 && err_has "role"'
+run grant epch --role writer --socket "$tmp/ep.sock"
+check "grant --role of no role is a usage error" eval 'rc_is 2 && err_has "writer"'
+run grant epch --role sender
+check "grant without --socket is a usage error" eval 'rc_is 2 && err_has "socket PATH"'
+run revoke epch 1
+check "revoke on shm: EOPNOTSUPP, exit 1" eval 'rc_is 1 && err_has "EOPNOTSUPP" && err_one_line'
+run revoke epch
+check "revoke without ID or --all is a usage error" eval 'rc_is 2 && err_has "ID"'
+run revoke epch 1 --all
+check "revoke with ID and --all is a usage error" eval 'rc_is 2'
+run send --endpoint "$tmp/nobody.sock" </dev/null
+check "send --endpoint where nobody serves: ENOENT, exit 1, says 'lzchan grant'" \
+	eval 'rc_is 1 && err_has "ENOENT" && err_has "lzchan grant" && err_one_line'
+run subscribe epch --endpoint "$tmp/nobody.sock" --history 2
+check "subscribe --endpoint with --history is a usage error" eval 'rc_is 2'
+run show epch --json
+json_check "show --json on shm: peers is null (the module's)" "$out" \
+	'd["peers"] is None' '.peers == null'
+"$tool" remove epch >/dev/null 2>&1
+
 # --- the man page ---
 if command -v groff >/dev/null 2>&1 && [ -f "$manpage" ]; then
 	t_groff() { [ -z "$(groff -ww -man -z "$manpage" 2>&1)" ]; }
@@ -357,7 +388,7 @@ if command -v groff >/dev/null 2>&1 && [ -f "$manpage" ]; then
 		command -v man >/dev/null 2>&1 || return 0
 		w=$(MANWIDTH=80 man --warnings -l "$manpage" 2>&1 >"$tmp/man.txt")
 		[ -z "$w" ] && grep -q "EXIT STATUS" "$tmp/man.txt" &&
-			for c in list show create remove send recv publish subscribe watch features limits; do
+			for c in list show create remove send recv publish subscribe watch features limits grant revoke; do
 				grep -q "^ *$c" "$tmp/man.txt" || return 1
 			done
 	}

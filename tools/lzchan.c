@@ -4,6 +4,7 @@
  *
  *   lzchan list | show NAME | create NAME ... | remove NAME
  *   lzchan send NAME | recv NAME | watch [NAME] | features
+ *   lzchan grant NAME --role R --socket PATH | revoke NAME ID|--all
  *
  * Exit status: 0 success, 1 the operation failed, 2 usage error,
  * 3 timed out (recv/send --timeout).  See man/man1/lzchan.1.
@@ -21,8 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +41,8 @@
 
 static const char *prog = "lzchan";
 static const char *cmdname = "";		/* for messages: "lzchan send" */
+static const char *endpoint_path;	/* grant --socket, or --endpoint: an
+					 * endpoint is in play (explain()) */
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -186,8 +192,53 @@ static void explain(const char *what, const char *name, int err, int need)
 		     "--exist-ok", name ? name : "?", name ? name : "?");
 		return;
 	case EPIPE:
-		fail(what, err, "the receiver of '%s' left: start one with 'lzchan recv %s'",
-		     name ? name : "?", name ? name : "?");
+		if (endpoint_path && !strcmp(cmdname, "grant"))
+			fail(what, err, "the process that connected to %s closed the "
+			     "connection before the endpoint reached it", endpoint_path);
+		else if (endpoint_path)
+			fail(what, err, "the peer of '%s' left, or the endpoint received from "
+			     "%s was revoked by the channel's owner ('lzchan revoke'): ask "
+			     "for a new one", name ? name : "?", endpoint_path);
+		else
+			fail(what, err, "the receiver of '%s' left: start one with 'lzchan "
+			     "recv %s'", name ? name : "?", name ? name : "?");
+		return;
+	case EKEYREVOKED:
+		fail(what, err, "the endpoint was revoked by the channel's owner ('lzchan "
+		     "revoke'): ask for a new one");
+		return;
+	case EOPNOTSUPP:
+		if (endpoint_path || !strcmp(cmdname, "revoke") || !strcmp(cmdname, "grant") ||
+		    !strcmp(cmdname, "show")) {
+			struct lzchan_features f;
+			const char *b = getenv("LZCHAN_BACKEND");
+
+			if ((b && !strcmp(b, "shm")) || lzchan_dev_features(&f) == -ENOENT)
+				fail(what, err, "endpoints need the lzchan module (%s): the "
+				     "shared-memory backend in %s has none (a process there needs "
+				     "the channel file itself)", LZCHAN_DEVICE_PATH, shm_dir());
+			else
+				fail(what, err, "this lzchan module has no endpoints "
+				     "(LZCHAN_FEAT_ENDPOINT): update it");
+			return;
+		}
+		fail(what, err, NULL);
+		return;
+	case EISCONN:
+		if (endpoint_path) {
+			fail(what, err, "the endpoint from %s was attached already (one "
+			     "attachment per endpoint, ever): ask for a new one", endpoint_path);
+			return;
+		}
+		fail(what, err, NULL);
+		return;
+	case ENOTTY:
+		if (endpoint_path) {
+			fail(what, err, "the descriptor from %s is not an lzchan endpoint",
+			     endpoint_path);
+			return;
+		}
+		fail(what, err, NULL);
 		return;
 	case EPROTOTYPE: {
 		struct lzchan_chan_stat st;
@@ -203,6 +254,11 @@ static void explain(const char *what, const char *name, int err, int need)
 		return;
 	}
 	case EPROTO:
+		if (endpoint_path) {
+			fail(what, err, "what came over %s was not one lzchan endpoint "
+			     "(refused and closed)", endpoint_path);
+			return;
+		}
 		fail(what, err, "'%s' in %s is not a valid lzchan channel file: remove it "
 		     "with 'lzchan remove %s'", name ? name : "?", shm_dir(), name ? name : "?");
 		return;
@@ -708,9 +764,19 @@ static int show_pubsub(const char *name, const struct lzchan_chan_stat *s, uint3
 	return 0;
 }
 
+/* show, dev: how a lane's sender came, as the module recorded it. */
+static void peer_via(const struct lzchan_lane_peer *p, char *buf, size_t len)
+{
+	if (p->endpoint)
+		snprintf(buf, len, "endpoint %llu", (unsigned long long)p->endpoint);
+	else
+		snprintf(buf, len, "by name");
+}
+
 static int cmd_show(int argc, char **argv)
 {
 	static const struct option lo[] = { JSON_OPT, HELP_OPT, { 0 } };
+	struct lzchan_lane_peer *peers = NULL;
 	struct lzchan_lane_stat *lanes = NULL;
 	struct lzchan_chan_stat s;
 	struct lzchan_origin org;
@@ -718,7 +784,8 @@ static int cmd_show(int argc, char **argv)
 	char where[PATH_MAX + 16], node[16];
 	bool json = false;
 	uint32_t backend = 0;
-	int c, ret, nl = -1, i;
+	int c, ret, nl = -1, np = -EOPNOTSUPP, i;
+	char how[32];
 	int32_t via;
 
 	reset_opts();
@@ -748,6 +815,13 @@ static int cmd_show(int argc, char **argv)
 		nl = lzchan_stat_lanes(name, lanes, s.max_senders);
 		if (nl > (int)s.max_senders)	/* recreated meanwhile */
 			nl = s.max_senders;
+		/* dev: who is on each lane, as the module recorded it. */
+		if (backend == LZCHAN_BACKEND_DEV) {
+			peers = calloc(s.max_senders, sizeof(*peers));
+			np = peers ? lzchan_stat_peers(name, peers, s.max_senders) : -ENOMEM;
+			if (np > (int)s.max_senders)
+				np = s.max_senders;
+		}
 	} else {
 		/* Geometry unknown: the library's reason (EPROTO: not a
 		 * channel; EACCES: unreadable), not a made-up one. */
@@ -785,8 +859,31 @@ static int cmd_show(int argc, char **argv)
 			}
 			printf("]");
 		}
+		printf(", \"peers\": ");
+		if (np < 0) {
+			printf("null");
+		} else {
+			int first = 1;
+
+			printf("[");
+			for (i = 0; i < np; i++) {
+				if (peers[i].state == LZCHAN_LANE_FREE && !peers[i].gen)
+					continue;
+				printf("%s{\"lane\": %d, \"state\": \"%s\", \"gen\": %u, "
+				       "\"pid\": %d, \"uid\": %u, \"gid\": %u, \"endpoint\": ",
+				       first ? "" : ", ", i, lane_state(peers[i].state), peers[i].gen,
+				       peers[i].pid, peers[i].uid, peers[i].gid);
+				if (peers[i].endpoint)
+					printf("%llu}", (unsigned long long)peers[i].endpoint);
+				else
+					printf("null}");
+				first = 0;
+			}
+			printf("]");
+		}
 		printf("}\n");
 		free(lanes);
+		free(peers);
 		return 0;
 	}
 	snprintf(node, sizeof(node), "%d", s.numa_node);
@@ -813,6 +910,7 @@ static int cmd_show(int argc, char **argv)
 	if (s.flags & LZCHAN_STAT_HIDDEN) {
 		printf("activity:        hidden (you may not read this channel)\n");
 		free(lanes);
+		free(peers);
 		return 0;
 	}
 	printf("receiver:        %s\n", rx_state(&s));
@@ -821,8 +919,23 @@ static int cmd_show(int argc, char **argv)
 	printf("wakeups:         %llu\n", (unsigned long long)s.wakeups);
 	printf("sender attaches: %llu\n", (unsigned long long)s.sender_attaches);
 	printf("peer deaths:     %llu\n", (unsigned long long)s.peer_deaths);
-	if (nl == -EOPNOTSUPP) {
-		printf("lanes:           shown by the shm backend only\n");
+	if (nl == -EOPNOTSUPP && np >= 0) {
+		/* dev: each lane's sender as the module recorded it at its
+		 * open, in our namespaces (pid 0: not visible here). */
+		printf("%5s %-8s %6s %8s %8s %8s  %s\n", "LANE", "STATE", "GEN", "PID", "UID",
+		       "GID", "VIA");
+		for (i = 0; i < np; i++) {
+			if (peers[i].state == LZCHAN_LANE_FREE && !peers[i].gen)
+				continue;
+			peer_via(&peers[i], how, sizeof(how));
+			printf("%5d %-8s %6u %8d %8u %8u  %s\n", i, lane_state(peers[i].state),
+			       peers[i].gen, peers[i].pid, peers[i].uid, peers[i].gid, how);
+		}
+	} else if (nl == -EOPNOTSUPP && np != -EOPNOTSUPP) {
+		printf("lanes:           unavailable (%s)\n", errname(-np));
+	} else if (nl == -EOPNOTSUPP) {
+		printf("lanes:           shown by the shm backend, or a module with "
+		       "endpoints\n");
 	} else if (nl < 0) {
 		printf("lanes:           unavailable (%s)\n", errname(-nl));
 	} else {
@@ -844,6 +957,7 @@ static int cmd_show(int argc, char **argv)
 				       "(its record)\n", i, org.uid, org.pid, org.host, via);
 	}
 	free(lanes);
+	free(peers);
 	return 0;
 }
 
@@ -1020,6 +1134,399 @@ static int cmd_remove(int argc, char **argv)
 	return 0;
 }
 
+/* ---- endpoints ---- */
+
+static const char *role_name(unsigned int role)
+{
+	return role == LZCHAN_SENDER ? "sender" : role == LZCHAN_RECEIVER ? "receiver" :
+	       role == LZCHAN_PUBLISHER ? "publisher" : "subscriber";
+}
+
+/* A Unix socket address for @path, or false after a usage error. */
+static bool unix_addr(const char *path, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (!*path || strlen(path) >= sizeof(a->sun_path)) {
+		usage_error("socket path '%s' must be 1..%zu bytes", path, sizeof(a->sun_path) - 1);
+		return false;
+	}
+	memcpy(a->sun_path, path, strlen(path) + 1);
+	return true;
+}
+
+/*
+ * --endpoint PATH: instead of opening a channel by name, connect to the
+ * Unix socket at PATH (served by 'lzchan grant'), receive one endpoint
+ * (up to @timeout_ns, -1: forever) and make a handle of it in @role.
+ * 0, or the exit status after saying why.  @label names the channel in
+ * messages.
+ */
+static int open_endpoint(struct lzchan **chp, const char *path, unsigned int role,
+			 const struct lzchan_opts *o, int64_t timeout_ns, const char *label)
+{
+	struct sockaddr_un a;
+	int sock, fd, ret;
+
+	if (!unix_addr(path, &a))
+		return EXIT_USAGE;
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0) {
+		fail("socket", errno, NULL);
+		return EXIT_FAILED;
+	}
+	if (connect(sock, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		ret = errno;
+		close(sock);
+		fail(path, ret, ret == ENOENT || ret == ECONNREFUSED ?
+		     "nobody serves endpoints there: start 'lzchan grant NAME --role %s "
+		     "--socket %s' first" : NULL, role_name(role), path);
+		return EXIT_FAILED;
+	}
+	fd = lzchan_endpoint_recv(sock, timeout_ns < 0 ? -1 :
+				  timeout_ns / 1000000 > INT_MAX ? INT_MAX :
+				  (int)(timeout_ns / 1000000));
+	close(sock);
+	if (fd == -ETIMEDOUT) {
+		fail(path, ETIMEDOUT, "no endpoint came within --timeout");
+		return EXIT_TIMEOUT;
+	}
+	if (fd == -ECONNRESET) {
+		fail(path, ECONNRESET, "the granter closed the connection without sending "
+		     "an endpoint (it may not grant this to you, or had no more to give)");
+		return EXIT_FAILED;
+	}
+	if (fd < 0) {
+		explain(path, label, -fd, 0);
+		return EXIT_FAILED;
+	}
+	ret = lzchan_open_fd(chp, fd, role, o);
+	if (ret == -EPERM) {
+		fail(path, EPERM, "the endpoint from %s carries another role than %s",
+		     path, role_name(role));
+		return EXIT_FAILED;
+	}
+	if (ret < 0) {
+		explain(path, label, -ret, 0);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+/* send, recv, publish, subscribe: NAME, or with --endpoint an optional
+ * NAME (a label for messages: the endpoint decides the channel). */
+static bool name_or_endpoint(int argc, char **argv, const char **name)
+{
+	if (!positional(argc, argv, endpoint_path ? 0 : 1, 1, name))
+		return false;
+	if (!*name) {
+		*name = endpoint_path;
+		return true;
+	}
+	return name_ok(*name);
+}
+
+/* ---- grant / revoke ---- */
+
+/* The socket file grant made (removed at its end if it is still that). */
+static char grant_sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static dev_t grant_sock_dev;
+static ino_t grant_sock_ino;
+
+static void grant_sock_remove(void)
+{
+	struct stat st;
+
+	if (*grant_sock_path && lstat(grant_sock_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_dev == grant_sock_dev && st.st_ino == grant_sock_ino)
+		unlink(grant_sock_path);
+	*grant_sock_path = 0;
+}
+
+/*
+ * Listen on the Unix socket @a (mode @mode).  A socket file nobody listens
+ * on any more (a grant that died) is removed first; a live one, or
+ * anything that is not a socket, is left alone.  The fd, or -1 after
+ * saying why.
+ */
+static int grant_listen(const struct sockaddr_un *a, mode_t mode)
+{
+	struct stat st;
+	int s, e;
+
+	if (lstat(a->sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fail(a->sun_path, EEXIST, "it exists and is not a socket: remove it, or "
+			     "choose another --socket");
+			return -1;
+		}
+		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s >= 0 && connect(s, (const struct sockaddr *)a, sizeof(*a)) == 0) {
+			close(s);
+			fail(a->sun_path, EADDRINUSE, "another process serves that socket");
+			return -1;
+		}
+		e = errno;
+		if (s >= 0)
+			close(s);
+		if (s < 0 || e != ECONNREFUSED) {
+			fail(a->sun_path, e, "cannot tell whether that socket is still served: "
+			     "remove it yourself if it is stale");
+			return -1;
+		}
+		unlink(a->sun_path);	/* stale: nobody listens */
+	}
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		fail("socket", errno, NULL);
+		return -1;
+	}
+	if (bind(s, (const struct sockaddr *)a, sizeof(*a)) < 0) {
+		fail(a->sun_path, errno, NULL);
+		close(s);
+		return -1;
+	}
+	if (lstat(a->sun_path, &st) == 0) {
+		memcpy(grant_sock_path, a->sun_path, strlen(a->sun_path) + 1);
+		grant_sock_dev = st.st_dev;
+		grant_sock_ino = st.st_ino;
+	}
+	/* Who may connect is who may take an endpoint: the mode says. */
+	if (chmod(a->sun_path, mode) < 0 || listen(s, 16) < 0) {
+		fail(a->sun_path, errno, NULL);
+		grant_sock_remove();
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Can endpoints be granted here at all?  0, or the exit status after
+ * saying why not (the shm backend, a module without them). */
+static int grant_possible(const char *name)
+{
+	const char *b = getenv("LZCHAN_BACKEND");
+	struct lzchan_features f;
+	struct lzchan_chan_stat st;
+	uint32_t be = 0;
+	int ret;
+
+	ret = lzchan_stat(name, &st, &be);
+	if (ret == 0 && be == LZCHAN_BACKEND_SHM)
+		ret = -EOPNOTSUPP;
+	else if (ret == -ENOENT && ((b && !strcmp(b, "shm")) ||
+				    lzchan_dev_features(&f) == -ENOENT))
+		ret = -EOPNOTSUPP;	/* no channel, and no module either */
+	else if (ret == 0 && lzchan_dev_features(&f) == 0 &&
+		 !(f.features & LZCHAN_FEAT_ENDPOINT))
+		ret = -EOPNOTSUPP;
+	if (ret < 0) {
+		explain(name, name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int cmd_grant(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "role", required_argument, NULL, 'R' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "mode", required_argument, NULL, 'm' },
+		HELP_OPT, { 0 }
+	};
+	struct sockaddr_un a;
+	const char *name, *sock_path = NULL;
+	unsigned int role = 0;
+	uint64_t want = 1, done = 0, v;
+	int64_t timeout_ns = -1;
+	mode_t mode = 0666;
+	int c, ls, rc = 0;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "R:s:c:t:m:h", lo)) != -1) {
+		switch (c) {
+		case 'R':
+			role = !strcmp(optarg, "sender") ? LZCHAN_SENDER :
+			       !strcmp(optarg, "receiver") ? LZCHAN_RECEIVER :
+			       !strcmp(optarg, "publisher") ? LZCHAN_PUBLISHER :
+			       !strcmp(optarg, "subscriber") ? LZCHAN_SUBSCRIBER : 0;
+			if (!role) {
+				usage_error("--role '%s' is not sender, receiver, publisher or "
+					    "subscriber", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'c':
+			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
+				usage_error("--count '%s' is not a positive whole number", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (!parse_ms(optarg, &timeout_ns))
+				return EXIT_USAGE;
+			break;
+		case 'm':
+			if (!parse_u64(optarg, 8, 0777, &v)) {
+				usage_error("--mode '%s' is not an octal mode in 0..0777", optarg);
+				return EXIT_USAGE;
+			}
+			mode = (mode_t)v;
+			break;
+		case 'h':
+			return help_for("grant", stdout);
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+		return EXIT_USAGE;
+	if (!role) {
+		usage_error("--role sender|receiver|publisher|subscriber is required");
+		return EXIT_USAGE;
+	}
+	if (!sock_path) {
+		usage_error("--socket PATH is required");
+		return EXIT_USAGE;
+	}
+	if (!unix_addr(sock_path, &a))
+		return EXIT_USAGE;
+	endpoint_path = sock_path;
+	rc = grant_possible(name);
+	if (rc)
+		return rc;
+	ls = grant_listen(&a, mode);
+	if (ls < 0)
+		return EXIT_FAILED;
+	catch_signals();
+	while (done < want && !stop) {
+		struct pollfd p = { .fd = ls, .events = POLLIN };
+		int64_t left_ms = -1;
+		uint64_t id = 0;
+		int conn, ret;
+
+		if (timeout_ns >= 0)
+			left_ms = timeout_ns / 1000000 > INT_MAX ? INT_MAX : timeout_ns / 1000000;
+		ret = poll(&p, 1, (int)left_ms);
+		if (ret < 0 && errno == EINTR)
+			continue;	/* stop set: the loop ends */
+		if (ret < 0) {
+			fail("poll", errno, NULL);
+			rc = EXIT_FAILED;
+			break;
+		}
+		if (ret == 0) {
+			fail(sock_path, ETIMEDOUT, "nobody connected within --timeout (%llu "
+			     "granted)", (unsigned long long)done);
+			rc = EXIT_TIMEOUT;
+			break;
+		}
+		conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (conn < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			fail("accept", errno, NULL);
+			rc = EXIT_FAILED;
+			break;
+		}
+		ret = lzchan_grant_send(conn, name, role, &id);
+		close(conn);
+		if (ret == -EPIPE || ret == -ECONNRESET) {
+			/* That peer left first: its endpoint went with it. */
+			explain(name, name, -ret, 0);
+			continue;
+		}
+		if (ret < 0) {
+			explain(name, name, -ret, 0);
+			rc = EXIT_FAILED;
+			break;
+		}
+		done++;
+		printf("granted %s endpoint %llu of %s\n", role_name(role), (unsigned long long)id,
+		       name);
+		if (fflush(stdout)) {
+			fail("writing stdout", errno ? errno : EIO, NULL);
+			rc = EXIT_FAILED;
+			break;
+		}
+	}
+	close(ls);
+	grant_sock_remove();
+	return rc;
+}
+
+static int cmd_revoke(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "all", no_argument, NULL, 'a' },
+		HELP_OPT, { 0 }
+	};
+	struct lzchan_chan_stat st;
+	const char *name;
+	bool all = false;
+	uint64_t id = 0;
+	int c, ret;
+
+	reset_opts();
+	while ((c = next_opt(argc, argv, "ah", lo)) != -1) {
+		if (c == 'a')
+			all = true;
+		else if (c == 'h')
+			return help_for("revoke", stdout);
+		else
+			return EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		usage_error("a channel NAME is required");
+		return EXIT_USAGE;
+	}
+	name = argv[optind];
+	if (!name_ok(name))
+		return EXIT_USAGE;
+	if (all && optind + 1 < argc) {
+		usage_error("give an endpoint ID or --all, not both");
+		return EXIT_USAGE;
+	}
+	if (!all) {
+		if (optind + 1 >= argc) {
+			usage_error("an endpoint ID (as 'lzchan grant' printed it) or --all is "
+				    "required");
+			return EXIT_USAGE;
+		}
+		if (!parse_u64(argv[optind + 1], 10, UINT64_MAX, &id) || !id) {
+			usage_error("endpoint ID '%s' is not a positive whole number",
+				    argv[optind + 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 2 < argc) {
+		usage_error("unexpected argument '%s'", argv[optind + 2]);
+		return EXIT_USAGE;
+	}
+	ret = lzchan_revoke(name, id);
+	if (ret == -ENOENT && id && lzchan_stat(name, &st, NULL) != -ENOENT) {
+		fail(name, ENOENT, "'%s' has no endpoint %llu", name, (unsigned long long)id);
+		return EXIT_FAILED;
+	}
+	if (ret == -EPERM) {
+		fail(name, EPERM, "only who granted an endpoint, the channel's owner or "
+		     "creator (or CAP_SYS_ADMIN) may revoke it");
+		return EXIT_FAILED;
+	}
+	if (ret < 0) {
+		explain(name, name, -ret, 0);
+		return EXIT_FAILED;
+	}
+	printf("revoked %d endpoint%s of %s\n", ret, ret == 1 ? "" : "s", name);
+	return 0;
+}
+
 /* ---- send ---- */
 
 /* Exactly @len bytes from @f; returns the bytes read (< len only at EOF). */
@@ -1051,6 +1558,7 @@ static int send_cmd(int argc, char **argv, const char *cmd, bool publish)
 	static const struct option lo[] = {
 		{ "records", no_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "endpoint", required_argument, NULL, 'E' },
 		HELP_OPT, { 0 }
 	};
 	struct lzchan_geom g;
@@ -1064,23 +1572,32 @@ static int send_cmd(int argc, char **argv, const char *cmd, bool publish)
 	int c, ret, rc = 0;
 
 	reset_opts();
-	while ((c = next_opt(argc, argv, "rt:h", lo)) != -1) {
+	while ((c = next_opt(argc, argv, "rt:E:h", lo)) != -1) {
 		if (c == 'r')
 			records = true;
 		else if (c == 't') {
 			if (!parse_ms(optarg, &timeout_ns))
 				return EXIT_USAGE;
-		} else if (c == 'h')
+		} else if (c == 'E')
+			endpoint_path = optarg;
+		else if (c == 'h')
 			return help_for(cmd, stdout);
 		else
 			return EXIT_USAGE;
 	}
-	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+	if (!name_or_endpoint(argc, argv, &name))
 		return EXIT_USAGE;
-	ret = lzchan_open(&ch, name, publish ? LZCHAN_PUBLISHER : LZCHAN_SENDER, NULL);
-	if (ret < 0) {
-		explain(name, name, -ret, 'w');
-		return EXIT_FAILED;
+	if (endpoint_path) {
+		rc = open_endpoint(&ch, endpoint_path, publish ? LZCHAN_PUBLISHER : LZCHAN_SENDER,
+				   NULL, timeout_ns, name);
+		if (rc)
+			return rc;
+	} else {
+		ret = lzchan_open(&ch, name, publish ? LZCHAN_PUBLISHER : LZCHAN_SENDER, NULL);
+		if (ret < 0) {
+			explain(name, name, -ret, 'w');
+			return EXIT_FAILED;
+		}
 	}
 	lzchan_geometry(ch, &g);
 
@@ -1293,6 +1810,7 @@ static int cmd_recv(int argc, char **argv)
 		{ "spin-ns", required_argument, NULL, 'S' },
 		{ "publish-every", required_argument, NULL, 'P' },
 		{ "who", no_argument, NULL, 'w' },
+		{ "endpoint", required_argument, NULL, 'E' },
 		HELP_OPT, { 0 }
 	};
 	uint8_t *named = NULL;		/* --who: lanes whose sender was named */
@@ -1309,7 +1827,7 @@ static int cmd_recv(int argc, char **argv)
 
 	lzchan_opts_init(&o);
 	reset_opts();
-	while ((c = next_opt(argc, argv, "c:t:rewh", lo)) != -1) {
+	while ((c = next_opt(argc, argv, "c:t:rewE:h", lo)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
@@ -1330,6 +1848,9 @@ static int cmd_recv(int argc, char **argv)
 		case 'w':
 			who = true;
 			break;
+		case 'E':
+			endpoint_path = optarg;
+			break;
 		case 'S':
 			if (!parse_u32_opt("--spin-ns", optarg, 0, UINT32_MAX, &o.spin_ns))
 				return EXIT_USAGE;
@@ -1347,12 +1868,18 @@ static int cmd_recv(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+	if (!name_or_endpoint(argc, argv, &name))
 		return EXIT_USAGE;
-	ret = lzchan_open(&ch, name, LZCHAN_RECEIVER, &o);
-	if (ret < 0) {
-		explain(name, name, -ret, 'r');
-		return EXIT_FAILED;
+	if (endpoint_path) {
+		rc = open_endpoint(&ch, endpoint_path, LZCHAN_RECEIVER, &o, timeout_ns, name);
+		if (rc)
+			return rc;
+	} else {
+		ret = lzchan_open(&ch, name, LZCHAN_RECEIVER, &o);
+		if (ret < 0) {
+			explain(name, name, -ret, 'r');
+			return EXIT_FAILED;
+		}
 	}
 	lzchan_geometry(ch, &g);
 	buf = malloc(g.max_msg ? g.max_msg : 1);
@@ -1367,7 +1894,7 @@ static int cmd_recv(int argc, char **argv)
 	catch_signals();
 
 	while (!want || got < want) {
-		uint32_t lane;
+		uint32_t lane = LZCHAN_LANE_NONE;
 
 		ret = next_msg(ch, buf, g.max_msg, &lane, timeout_ns);
 		if (ret == NEXT_WRITE_ERROR)
@@ -1386,6 +1913,13 @@ static int cmd_recv(int argc, char **argv)
 		}
 		if (ret == -EPIPE && who && lane < g.max_senders)
 			named[lane] = 0;	/* the next sender there is named anew */
+		if (ret == -EPIPE && lane >= g.max_senders) {
+			/* Nobody's end of stream: our own end (an endpoint
+			 * revoked). */
+			explain(name, name, EPIPE, 'r');
+			rc = EXIT_FAILED;
+			break;
+		}
 		if (ret == -EPIPE) {
 			/* Said, not failed: all that reached the lane was
 			 * received (a remote sender's messages still on the
@@ -1437,6 +1971,7 @@ static int cmd_subscribe(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "records", no_argument, NULL, 'r' },
 		{ "history", required_argument, NULL, 'H' },
+		{ "endpoint", required_argument, NULL, 'E' },
 		HELP_OPT, { 0 }
 	};
 	struct lzchan_geom g;
@@ -1446,11 +1981,12 @@ static int cmd_subscribe(int argc, char **argv)
 	int64_t timeout_ns = -1;
 	uint64_t want = 0, got = 0, lost_all = 0, lost;
 	uint32_t history = 0;
+	bool history_set = false;
 	char *buf;
 	int c, ret, rc = 0;
 
 	reset_opts();
-	while ((c = next_opt(argc, argv, "c:t:rh", lo)) != -1) {
+	while ((c = next_opt(argc, argv, "c:t:rE:h", lo)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!parse_u64(optarg, 10, UINT64_MAX, &want) || !want) {
@@ -1468,6 +2004,10 @@ static int cmd_subscribe(int argc, char **argv)
 		case 'H':
 			if (!parse_u32_opt("--history", optarg, 0, UINT32_MAX, &history))
 				return EXIT_USAGE;
+			history_set = true;
+			break;
+		case 'E':
+			endpoint_path = optarg;
 			break;
 		case 'h':
 			return help_for("subscribe", stdout);
@@ -1475,12 +2015,23 @@ static int cmd_subscribe(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (!positional(argc, argv, 1, 1, &name) || !name_ok(name))
+	if (!name_or_endpoint(argc, argv, &name))
 		return EXIT_USAGE;
-	ret = lzchan_subscribe(&ch, name, history, 0);
-	if (ret < 0) {
-		explain(name, name, -ret, 'r');
-		return EXIT_FAILED;
+	if (endpoint_path && history_set) {
+		usage_error("--history does not apply with --endpoint (an endpoint's "
+			    "subscriber starts at the newest message)");
+		return EXIT_USAGE;
+	}
+	if (endpoint_path) {
+		rc = open_endpoint(&ch, endpoint_path, LZCHAN_SUBSCRIBER, NULL, timeout_ns, name);
+		if (rc)
+			return rc;
+	} else {
+		ret = lzchan_subscribe(&ch, name, history, 0);
+		if (ret < 0) {
+			explain(name, name, -ret, 'r');
+			return EXIT_FAILED;
+		}
 	}
 	lzchan_geometry(ch, &g);
 	buf = malloc(g.max_msg ? g.max_msg : 1);
@@ -1875,8 +2426,11 @@ static const struct cmd cmds[] = {
 	{ "show", NULL, cmd_show, "show NAME [--json]",
 	  "Show one channel in detail: every counter, the geometry, the largest\n"
 	  "message, and (shm backend) each lane's state, generation, positions\n"
-	  "and counters.\n"
-	  "  --json   one JSON object: backend, channel, lanes[] (null on dev)\n" },
+	  "and counters; (dev, a module with endpoints) each lane's state,\n"
+	  "generation and sender -- pid, uid, gid as the module recorded them at\n"
+	  "its open, and whether it came by name or through endpoint N.\n"
+	  "  --json   one JSON object: backend, channel, lanes[] (null on dev),\n"
+	  "           peers[] (null on shm)\n" },
 	{ "create", NULL, cmd_create,
 	  "create NAME [--slots N] [--slot-size B] [--lanes N] [--mode OCTAL]\n"
 	  "              [--node N|local [--strict]] [--exist-ok]\n"
@@ -1905,7 +2459,31 @@ static const struct cmd cmds[] = {
 	{ "remove", "rm", cmd_remove, "remove NAME",
 	  "Remove a channel's name; processes attached keep using it until they\n"
 	  "close.  Allowed to its owner or creator (dev: or CAP_SYS_ADMIN).\n" },
-	{ "send", NULL, cmd_send, "send NAME [--records] [--timeout MS]",
+	{ "grant", NULL, cmd_grant,
+	  "grant NAME --role sender|receiver|publisher|subscriber --socket PATH\n"
+	  "              [--count N] [--timeout MS] [--mode OCTAL]",
+	  "Serve endpoints of channel NAME over a Unix socket: listen at PATH and\n"
+	  "give each process that connects one endpoint -- a descriptor that\n"
+	  "carries exactly that role on that channel, with no /dev/lzchan and no\n"
+	  "shared IPC namespace on its side ('--endpoint PATH' of send, recv,\n"
+	  "publish and subscribe takes one).  Prints 'granted ROLE endpoint ID of\n"
+	  "NAME' for each; 'lzchan revoke NAME ID' takes one back.  Needs the\n"
+	  "lzchan module: the shared-memory backend has no endpoints (EOPNOTSUPP).\n"
+	  "A socket file nobody serves any more is replaced; the socket is removed\n"
+	  "at the end.\n"
+	  "  --role R      the role each endpoint carries (required)\n"
+	  "  --socket PATH the Unix socket to listen at (required)\n"
+	  "  --count N     grant N endpoints, one per connection, then end (1)\n"
+	  "  --timeout MS  give up after MS ms without a connection: exit 3\n"
+	  "  --mode OCTAL  the socket's permission bits: who may connect, and so\n"
+	  "                take an endpoint (0666)\n" },
+	{ "revoke", NULL, cmd_revoke, "revoke NAME ID|--all",
+	  "Revoke endpoint ID of channel NAME (as 'lzchan grant' printed it), or\n"
+	  "with --all every endpoint of it, and print how many were revoked.  The\n"
+	  "holder's lane (or role) ends as a departure; its calls fail with EPIPE.\n"
+	  "Allowed to who granted it, the channel's owner or creator, and\n"
+	  "CAP_SYS_ADMIN.  Needs the lzchan module.\n" },
+	{ "send", NULL, cmd_send, "send NAME [--records] [--timeout MS] [--endpoint PATH]",
 	  "Send stdin to the channel: each line (without its newline) becomes one\n"
 	  "message; with --records, each record: a 4-byte little-endian length,\n"
 	  "then that many bytes (any data).  Waits for room rather than dropping\n"
@@ -1917,10 +2495,16 @@ static const struct cmd cmds[] = {
 	  "it was sent).\n"
 	  "  --records     length-prefixed records instead of lines\n"
 	  "  --timeout MS  wait at most MS ms for room per message, and for the\n"
-	  "                receiver to take the last ones, else exit 3\n" },
+	  "                receiver to take the last ones, else exit 3\n"
+	  "  --endpoint PATH  send through an endpoint: connect to the Unix socket\n"
+	  "                PATH ('lzchan grant') and take the sender endpoint it\n"
+	  "                gives (waiting up to --timeout), instead of opening\n"
+	  "                NAME; NAME is then optional and only names the channel\n"
+	  "                in messages.  EPIPE then also means the endpoint was\n"
+	  "                revoked.\n" },
 	{ "recv", NULL, cmd_recv,
 	  "recv NAME [--count N] [--timeout MS] [--records] [--eof] [--who]\n"
-	  "              [--spin-ns NS] [--publish-every N]",
+	  "              [--spin-ns NS] [--publish-every N] [--endpoint PATH]",
 	  "Receive messages to stdout as the channel's receiver: each message then\n"
 	  "a newline, or with --records the 4-byte little-endian length then the\n"
 	  "bytes.  Runs until --count, --eof, --timeout, or SIGINT/SIGTERM (exit 0).\n"
@@ -1933,18 +2517,23 @@ static const struct cmd cmds[] = {
 	  "                     uid and pid there)\n"
 	  "  --spin-ns NS       spin this long before parking (50000)\n"
 	  "  --publish-every N  publish the read position every N slots\n"
+	  "  --endpoint PATH    receive through a receiver endpoint from the Unix\n"
+	  "                     socket PATH ('lzchan grant'), as send --endpoint\n"
 	  "A sender that died, or was cut off (a remote one, through lzchan-bridged),\n"
 	  "is named on stderr when its lane ends.\n" },
-	{ "publish", NULL, cmd_publish, "publish NAME [--records] [--timeout MS]",
+	{ "publish", NULL, cmd_publish, "publish NAME [--records] [--timeout MS] [--endpoint PATH]",
 	  "Publish stdin to a pub/sub channel (create --pubsub), as its one\n"
 	  "publisher: each line (or with --records each length-prefixed record) is\n"
 	  "one message, which every subscriber gets.  Overwrite: never waits;\n"
 	  "backpressure: waits for room (the slowest subscriber).  Ends at the end\n"
 	  "of stdin (subscribers then see the end of the stream).\n"
 	  "  --records     length-prefixed records instead of lines\n"
-	  "  --timeout MS  wait at most MS ms for room per message, else exit 3\n" },
+	  "  --timeout MS  wait at most MS ms for room per message, else exit 3\n"
+	  "  --endpoint PATH  publish through a publisher endpoint from the Unix\n"
+	  "                socket PATH ('lzchan grant'), as send --endpoint\n" },
 	{ "subscribe", "sub", cmd_subscribe,
-	  "subscribe NAME [--count N] [--timeout MS] [--records] [--history N]",
+	  "subscribe NAME [--count N] [--timeout MS] [--records] [--history N]\n"
+	  "              [--endpoint PATH]",
 	  "Receive a pub/sub channel's messages to stdout as one of its\n"
 	  "subscribers, from the newest on: each message then a newline, or with\n"
 	  "--records the 4-byte little-endian length then the bytes.  Messages lost\n"
@@ -1954,7 +2543,10 @@ static const struct cmd cmds[] = {
 	  "  --count N     stop after N messages\n"
 	  "  --timeout MS  give up after MS ms without a message: exit 3\n"
 	  "  --records     length-prefixed records instead of lines\n"
-	  "  --history N   start up to N messages before the newest still there\n" },
+	  "  --history N   start up to N messages before the newest still there\n"
+	  "  --endpoint PATH  subscribe through a subscriber endpoint from the Unix\n"
+	  "                socket PATH ('lzchan grant'), as send --endpoint (from\n"
+	  "                the newest message: no --history)\n" },
 	{ "watch", NULL, cmd_watch,
 	  "watch [NAME] [--interval S] [--iterations N] [--json]",
 	  "A refreshing view of message and wakeup rates per channel, like top\n"
