@@ -172,7 +172,7 @@ for x in ip wg; do
 			fail_early "$x's library $lib copied"
 	done
 done
-for x in lzchan_epoll-static lzchan_fanin-static; do
+for x in lzchan_epoll-static lzchan_fanin-static lzchan_grant-static; do
 	cp "$top/selftests/$x" "$initrd/tests/" || fail_early "$x built (run 'make selftests')"
 done
 for t in "${tests[@]}"; do

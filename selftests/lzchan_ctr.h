@@ -5,7 +5,8 @@
  * --device' with user namespaces: a new user, mount and IPC namespace (or
  * another container's IPC namespace, as with --ipc=container:NAME), uid/gid
  * 0 mapped to a host range, and a /dev of its own (a tmpfs) holding only
- * the bind-mounted device node.  Made by root (as dockerd does) or by an
+ * the bind-mounted device node -- or nothing (ctr_spec.no_device: a
+ * container run without --device, which gets endpoints only).  Made by root (as dockerd does) or by an
  * unprivileged host user (as rootless runtimes do: ctr_spec.owner).
  * Include after lzchan_test.h.
  */
@@ -15,6 +16,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 
@@ -31,6 +33,8 @@ struct ctr_spec {
 	uid_t uid;		/* run as this uid/gid inside (0: root) */
 	gid_t gid;
 	gid_t group;		/* one supplementary group, or CTR_NOGROUP */
+	bool no_device;		/* an empty /dev: no /dev/lzchan at all (a
+				 * container that gets endpoints only) */
 	int (*fn)(void *arg);
 	void *arg;
 };
@@ -79,15 +83,21 @@ static inline int ctr_map(pid_t pid, uid_t base)
 /*
  * The container's /dev: a fresh tmpfs over /dev holding only lzchan,
  * bind-mounted from the host's node (what --device does when the runtime
- * may not mknod, i.e. in a user namespace).  Mount events stay private.
+ * may not mknod, i.e. in a user namespace), or with @no_device nothing at
+ * all (no --device).  Mount events stay private.
  */
-static inline int ctr_dev(void)
+static inline int ctr_dev(bool no_device)
 {
 	char src[64];
 	int fd, f;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return -1;
+	if (no_device) {
+		if (mount("ctrdev", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=64k"))
+			return -1;
+		return access(LZCHAN_DEVICE_PATH, F_OK) && access("/dev/null", F_OK) ? 0 : -1;
+	}
 	fd = open(LZCHAN_DEVICE_PATH, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -133,7 +143,7 @@ static inline int ctr_child(const struct ctr_spec *s, int up, int down)
 	/* Become the container's root (host id s->map), then set up /dev. */
 	if (setgroups(0, NULL) || setresgid(0, 0, 0) || setresuid(0, 0, 0))
 		return 103;
-	if (ctr_dev())
+	if (ctr_dev(s->no_device))
 		return 104;
 	/* A container user ('USER 1000', 'docker exec -u'): no capabilities. */
 	if (s->uid || s->gid) {
