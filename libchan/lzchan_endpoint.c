@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * Endpoints: one role on one channel as a file descriptor (the dev
- * backend, a module with LZCHAN_FEAT_ENDPOINT).  lzchan_grant() asks the
+ * backend, a module with LZCHAN_FEAT_ENDPOINT; on shm, the nearest the
+ * fallback has: the channel file itself, see __lz_ep_shm_grant()).  lzchan_grant() asks the
  * module for one (LZCHAN_IOC_GRANT), lzchan_revoke() takes it back
  * (LZCHAN_IOC_REVOKE), lzchan_grant_send() and lzchan_endpoint_recv() pass
  * one over a Unix socket, lzchan_stat_peers() says who is on each lane
@@ -25,7 +26,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,20 +53,70 @@ _Static_assert(sizeof(struct __lz_ep_msg) == 80, "the endpoint message is 80 byt
  * seen as such rather than truncated. */
 #define LZ_EP_FDS_MAX	16
 
-/* /dev/lzchan, checked for endpoints: the fd, or -EOPNOTSUPP (shm
- * backend, or a module without them), or the error opening it. */
+/* /dev/lzchan, checked for endpoints: the fd, or -ENOENT (shm backend),
+ * -EOPNOTSUPP (a module without them), or the error opening it. */
 static int __lz_ep_dev(void)
 {
 	struct lzchan_features ft = { .size = sizeof(ft) };
 	int fd = __lzchan_pick();
 
-	if (fd == -ENOENT)
-		return -EOPNOTSUPP;	/* shm: no descriptor carries a role */
 	if (fd < 0)
 		return fd;
 	if (ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0 || !(ft.features & LZCHAN_FEAT_ENDPOINT)) {
 		close(fd);
 		return -EOPNOTSUPP;
+	}
+	return fd;
+}
+
+/* Does @hdr (read from a shm channel file) say a channel of the kind
+ * @role takes?  0, -EPROTOTYPE (the other kind), -EPROTO (no channel). */
+static int __lz_ep_shm_kind(const struct __lzchan_shm_file *hdr, unsigned int role)
+{
+	if (hdr->magic != SHM_FILE_MAGIC)
+		return -EPROTO;
+	if (!(hdr->flags & SHM_FILE_PUBSUB) != (role == LZCHAN_SENDER || role == LZCHAN_RECEIVER))
+		return -EPROTOTYPE;
+	return 0;
+}
+
+/*
+ * shm: the nearest thing to an endpoint the fallback has is the channel
+ * file itself, opened anew (an open file description of its own: the
+ * holder's locks are its own).  It carries no role and no limit -- whoever
+ * holds it may write the whole file, as every party of a shm channel may
+ * -- and cannot be revoked.  The caller needs what opening it by name
+ * needs (read and write by the file's mode).
+ */
+static int __lz_ep_shm_grant(const char *name, unsigned int role, unsigned int flags)
+{
+	struct __lzchan_shm_file hdr;
+	char path[PATH_MAX];
+	struct stat st;
+	int fd, ret;
+
+	ret = __lzchan_shm_path(path, sizeof(path), name);
+	if (ret)
+		return ret;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
+		  ((flags & LZCHAN_GRANT_INHERIT) ? 0 : O_CLOEXEC));
+	if (fd < 0)
+		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		ret = -EPROTO;
+	else if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+		ret = -EPROTO;
+	else
+		ret = __lz_ep_shm_kind(&hdr, role);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	/* Non-blocking only for the open (a FIFO planted at the name). */
+	if (fcntl(fd, F_SETFL, 0) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
 	}
 	return fd;
 }
@@ -78,6 +131,11 @@ int lzchan_grant(const char *name, unsigned int role, unsigned int flags, uint64
 	if (!__lzchan_open_flag(role) || (flags & ~LZCHAN_GRANT_INHERIT))
 		return -EINVAL;
 	fd = __lz_ep_dev();
+	if (fd == -ENOENT) {
+		if (id)
+			*id = 0;	/* nothing to revoke on shm */
+		return __lz_ep_shm_grant(name, role, flags);
+	}
 	if (fd < 0)
 		return fd;
 	memcpy(g.name, name, strlen(name) + 1);
@@ -99,7 +157,7 @@ int lzchan_revoke(const char *name, uint64_t id)
 		return ret;
 	fd = __lz_ep_dev();
 	if (fd < 0)
-		return fd;
+		return fd == -ENOENT ? -EOPNOTSUPP : fd;	/* shm: a file, not revocable */
 	memcpy(r.name, name, strlen(name) + 1);
 	r.id = id;
 	r.flags = id ? 0 : LZCHAN_REVOKE_ALL;
@@ -155,15 +213,25 @@ int lzchan_grant_send(int sock, const char *name, unsigned int role, uint64_t *i
 	return ret;
 }
 
-/* Is @fd an lzchan endpoint?  It must answer LZCHAN_IOC_FEATURES with
- * endpoints, and refuse LZCHAN_IOC_LIST as an endpoint does (EPERM; a
- * revoked one: EKEYREVOKED) -- a plain /dev/lzchan descriptor lists. */
-static bool __lz_ep_is_endpoint(int fd)
+/* Is @fd an lzchan endpoint of role @role (LZCHAN_OPEN_*)?  On the module
+ * it must answer LZCHAN_IOC_FEATURES with endpoints, and refuse
+ * LZCHAN_IOC_LIST as an endpoint does (EPERM; a revoked one: EKEYREVOKED)
+ * -- a plain /dev/lzchan descriptor lists.  On shm it is a regular file
+ * that says it is a channel of the kind @role takes (and is then checked
+ * whole by lzchan_open_fd(), as any channel file is). */
+static bool __lz_ep_is_endpoint(int fd, uint32_t role)
 {
 	struct lzchan_features ft = { .size = sizeof(ft) };
 	struct lzchan_list l = { .size = sizeof(l), .entry_size = sizeof(struct lzchan_chan_stat) };
+	struct __lzchan_shm_file hdr;
+	struct stat st;
 
-	if (ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0 || !(ft.features & LZCHAN_FEAT_ENDPOINT))
+	if (ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0) {
+		return errno == ENOTTY && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		       pread(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+		       !__lz_ep_shm_kind(&hdr, __lzchan_role_of(role));
+	}
+	if (!(ft.features & LZCHAN_FEAT_ENDPOINT))
 		return false;
 	return ioctl(fd, LZCHAN_IOC_LIST, &l) < 0 && (errno == EPERM || errno == EKEYREVOKED);
 }
@@ -274,7 +342,7 @@ int lzchan_endpoint_recv(int sock, int timeout_ms)
 		return -ECONNRESET;	/* the peer closed first */
 	memcpy(&m, buf, sizeof(m));
 	ret = (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ? -EPROTO : __lz_ep_check(&m, n, nfds);
-	if (!ret && !__lz_ep_is_endpoint(fds[0]))
+	if (!ret && !__lz_ep_is_endpoint(fds[0], m.role))
 		ret = -EPROTO;
 	if (ret) {
 		for (i = 0; i < nfds && i < LZ_EP_FDS_MAX; i++)
@@ -295,7 +363,7 @@ int lzchan_stat_peers(const char *name, struct lzchan_lane_peer *lp, unsigned in
 		return -EINVAL;
 	fd = __lz_ep_dev();
 	if (fd < 0)
-		return fd;
+		return fd == -ENOENT ? -EOPNOTSUPP : fd;	/* shm: lzchan_stat_lanes() */
 	memcpy(q.name, name, strlen(name) + 1);
 	/* In one call when the module takes it; in more if it fills fewer
 	 * than asked (as lzchan_stat_subscribers() asks for places).  With

@@ -618,8 +618,25 @@ static int __lzchan_shm_probe(const char *path)
  * created, if it did (ch->created stays only if that is the file opened);
  * @owned: LZCHAN_OWNED.
  */
+static int __lzchan_shm_attach_fd(struct lzchan *ch, const struct stat *made, bool owned,
+				  uint32_t history);
+
 static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 			       const struct stat *made, bool owned, uint32_t history)
+{
+	/* A name is never a symbolic link: one planted by another user could
+	 * point at a file of the caller's, which LZCHAN_OWNED would pass. */
+	ch->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (ch->fd < 0)
+		/* A directory or a symbolic link is not a channel. */
+		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
+	return __lzchan_shm_attach_fd(ch, made, owned, history);
+}
+
+/* ... the channel file open on ch->fd (by its name, or handed over:
+ * lzchan_open_fd()), checked as the file anyone may write that it is. */
+static int __lzchan_shm_attach_fd(struct lzchan *ch, const struct stat *made, bool owned,
+				  uint32_t history)
 {
 	struct __lzchan_shm_file hdr;
 	struct lzchan_layout want;
@@ -627,12 +644,6 @@ static int __lzchan_shm_attach(struct lzchan *ch, const char *path,
 	struct stat st;
 	int ret;
 
-	/* A name is never a symbolic link: one planted by another user could
-	 * point at a file of the caller's, which LZCHAN_OWNED would pass. */
-	ch->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (ch->fd < 0)
-		/* A directory or a symbolic link is not a channel. */
-		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
 	if (fstat(ch->fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -838,9 +849,12 @@ static void __lzchan_shm_remove_temp(struct lzchan *ch)
 	struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
 	char path[PATH_MAX];
 
-	if (!__lzchan_shm_path(path, sizeof(path), ch->name))
+	/* A handle made from a descriptor knows no name (lzchan_open_fd()). */
+	if (ch->name[0] && !__lzchan_shm_path(path, sizeof(path), ch->name))
 		(void)__lzchan_shm_remove_if(path, &was);
 }
+
+static int __lzchan_shm_start(struct lzchan *ch, const char *path);
 
 static int __lzchan_shm_open(struct lzchan *ch, const char *name, unsigned int flags,
 			     const struct lzchan_opts *o, const struct lzchan_ps_opts *ps,
@@ -880,18 +894,34 @@ static int __lzchan_shm_open(struct lzchan *ch, const char *name, unsigned int f
 			return ret;
 		break;
 	}
+	return __lzchan_shm_start(ch, path);
+}
+
+/*
+ * The channel file of @path (NULL: handed over as a descriptor, no name
+ * here) is attached: take our role in it.  A handle made from a
+ * descriptor has no directory to find the receiver's doorbell socket in
+ * (__lz_sock_addr()): a receiver goes without its event fd and its
+ * senders' credentials, a sender wakes an armed receiver through the
+ * file's times; the rest works.
+ */
+static int __lzchan_shm_start(struct lzchan *ch, const char *path)
+{
+	int ret;
+
 	if (ch->ps)
 		return 0;		/* attached, its place taken */
 	/* A temporary channel whose receiver has come and gone (died: a
 	 * closing one removes the name itself) is gone: remove what it
-	 * left, for everyone.  Pairs with the receiver's release store of
-	 * rx_status. */
+	 * left (by its name, where we know it), for everyone.  Pairs with
+	 * the receiver's release store of rx_status. */
 	if (ch->temp && !ch->created &&
 	    LZCHAN_STATUS_STATE(__lz_load_acq(&ch->f.hdr->rx_status)) != LZCHAN_RX_NONE &&
 	    __lzchan_shm_rx_alive(ch) == 0) {
 		struct stat was = { .st_dev = ch->file_dev, .st_ino = ch->file_ino };
 
-		(void)__lzchan_shm_remove_if(path, &was);
+		if (path)
+			(void)__lzchan_shm_remove_if(path, &was);
 		return -ENOENT;
 	}
 	/* The lane is chosen only now: map it once we know which. */
@@ -1074,6 +1104,30 @@ int lzchan_subscribe(struct lzchan **chp, const char *name, uint32_t history,
 	return __lz_open(chp, name, LZCHAN_SUBSCRIBER | flags, NULL, &ps, history);
 }
 
+/* Is @fd a regular file (a shm channel file, perhaps)? */
+static bool __lzchan_shm_file_fd(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* lzchan_open_fd() of a shm channel file: attached as lzchan_open()
+ * attaches one by name, less what needs the name (see
+ * __lzchan_shm_start()). */
+static int __lzchan_shm_open_fd(struct lzchan *ch, const struct lzchan_opts *o)
+{
+	int ret;
+
+	ch->backend = LZCHAN_BACKEND_SHM;
+	ret = __lzchan_shm_attach_fd(ch, NULL, false, 0);
+	if (!ret)
+		ret = __lzchan_shm_start(ch, NULL);
+	if (!ret)
+		ret = __lz_ready(ch, o);
+	return ret;
+}
+
 /*
  * A handle from endpoint @fd (LZCHAN_IOC_GRANT, received or inherited):
  * the handle takes the fd at once, and closes it on failure too.  The fd
@@ -1110,6 +1164,15 @@ int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
 	}
 	ch->fd = fd;			/* ours now: lzchan_close() closes it */
 	ret = __lzchan_dev_check(ch, &ft);
+	if (ret == -ENOTTY && __lzchan_shm_file_fd(fd)) {
+		/* shm: the channel file itself (lzchan_grant() there), which
+		 * carries no role: the caller names it. */
+		ret = flags ? __lzchan_shm_open_fd(ch, &o) : -EINVAL;
+		if (ret)
+			goto fail;
+		*chp = ch;
+		return 0;
+	}
 	if (ret)
 		goto fail;		/* -ENOTTY: not an lzchan fd at all */
 	if (!(ft.features & LZCHAN_FEAT_ENDPOINT)) {

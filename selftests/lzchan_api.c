@@ -2751,12 +2751,21 @@ static int ep_forbid_ioctl(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -errno : 0;
 }
 
-TEST(endpoint_grant_refused_without_the_module)
+/*
+ * shm's nearest thing to an endpoint: the channel file itself, granted
+ * and passed over a socket; a child builds a sender from it (no name)
+ * and its messages arrive.  No role is carried and nothing can be
+ * revoked there: both are said as such.
+ */
+TEST(endpoint_on_shm_is_the_channel_file)
 {
 	const char *n = lz_name("epg");
+	struct lzchan *rx = NULL, *ch = NULL;
 	uint64_t id = 7;
-	int sv[2], r;
-	char b;
+	int sv[2], r, fd, i, st;
+	uint32_t lane;
+	char buf[32];
+	pid_t pid;
 
 	signal(SIGPIPE, SIG_IGN);
 	EXPECT_EQ(-EINVAL, lzchan_grant(n, 0, 0, &id));
@@ -2770,19 +2779,54 @@ TEST(endpoint_grant_refused_without_the_module)
 		EXPECT_TRUE(r == -ENOENT || r == -EOPNOTSUPP);
 		return;
 	}
-	ASSERT_EQ(1, lzchan_create(n, NULL, 0));
-	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant(n, LZCHAN_SENDER, 0, &id));
-	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant(n, LZCHAN_RECEIVER, LZCHAN_GRANT_INHERIT, NULL));
-	EXPECT_EQ(7, id);			/* untouched */
+	EXPECT_EQ(-ENOENT, lzchan_grant(n, LZCHAN_SENDER, 0, &id));
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE, NULL));
+	/* A channel's file for a pub/sub role: the other kind. */
+	EXPECT_EQ(-EPROTOTYPE, lzchan_grant(n, LZCHAN_SUBSCRIBER, 0, &id));
+	fd = lzchan_grant(n, LZCHAN_SENDER, 0, &id);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, id);			/* nothing to revoke by */
+	EXPECT_EQ(FD_CLOEXEC, fcntl(fd, F_GETFD));
+	close(fd);
 	EXPECT_EQ(-EOPNOTSUPP, lzchan_revoke(n, 0));
 	EXPECT_EQ(-EOPNOTSUPP, lzchan_revoke(n, 1));
 	EXPECT_EQ(-EOPNOTSUPP, lzchan_stat_peers(n, NULL, 0));
+
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	EXPECT_EQ(-EOPNOTSUPP, lzchan_grant_send(sv[0], n, LZCHAN_SENDER, &id));
-	EXPECT_EQ(-1, recv(sv[1], &b, 1, MSG_DONTWAIT));	/* nothing sent */
-	EXPECT_EQ(EAGAIN, errno);
-	close(sv[0]);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(sv[0]);
+		fd = lzchan_endpoint_recv(sv[1], 20000);
+		if (fd < 0)
+			_exit(10);
+		/* The file carries no role: the holder names it. */
+		if (lzchan_open_fd(&ch, dup(fd), 0, NULL) != -EINVAL)
+			_exit(11);
+		if (lzchan_open_fd(&ch, fd, LZCHAN_SENDER, NULL))
+			_exit(12);
+		for (i = 0; i < 100; i++) {
+			snprintf(buf, sizeof(buf), "m%d", i);
+			if (lzchan_send_wait(ch, buf, strlen(buf) + 1, 20000000000LL))
+				_exit(13);
+		}
+		lzchan_close(ch);
+		_exit(0);
+	}
 	close(sv[1]);
+	EXPECT_EQ(0, lzchan_grant_send(sv[0], n, LZCHAN_SENDER, &id));
+	for (i = 0; i < 100; i++) {
+		char want[32];
+
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 20000000000LL);
+		ASSERT_LT(0, r) TH_LOG("message %d: %d", i, r);
+		snprintf(want, sizeof(want), "m%d", i);
+		EXPECT_STREQ(want, buf);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("child status 0x%x", st);
+	close(sv[0]);
+	lzchan_close(rx);
 	EXPECT_EQ(0, lzchan_unlink(n));
 }
 
