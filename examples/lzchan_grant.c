@@ -28,9 +28,12 @@
  * stamped by the kernel, which the service compares with what the socket
  * said about the process that connected (SO_PEERCRED).
  *
- * Endpoints need the lzchan module (a module with LZCHAN_FEAT_ENDPOINT);
- * the shared-memory backend has none.  Without it this program says so
- * and exits with status 3.
+ * Endpoints that carry one role, record who attached and can be revoked
+ * need the lzchan module (a module with LZCHAN_FEAT_ENDPOINT).  On the
+ * shared-memory backend the nearest thing is the channel file itself,
+ * which carries no role and, without the receiver's doorbell, no
+ * credentials: this program, which checks both, says so and exits with
+ * status 3 there.
  *
  * Exit status: 0 all messages checked, 1 failure, 2 usage, 3 no endpoints
  * here (no module).
@@ -331,9 +334,9 @@ static int have_endpoints(void)
 	if (lzchan_dev_features(&f) == 0 && (f.features & LZCHAN_FEAT_ENDPOINT))
 		return 1;
 	printf("lzchan_grant: no endpoints here: they need the lzchan module with "
-	       "LZCHAN_FEAT_ENDPOINT (/dev/lzchan); the shared-memory backend has none "
-	       "(a container there shares the host's channel directory, /dev/shm, "
-	       "instead): nothing to show\n");
+	       "LZCHAN_FEAT_ENDPOINT (/dev/lzchan); the shared-memory backend can only "
+	       "hand out the channel file itself, with no role limit and no credentials "
+	       "a container could show: nothing to show\n");
 	return 0;
 }
 

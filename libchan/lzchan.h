@@ -345,14 +345,30 @@ int lzchan_dev_features(struct lzchan_features *out);
  * LZCHAN_LANE_NONE, nobody's end of stream; the call that meets the
  * revocation inside an inline receive may say -EIO), and its lane ends as
  * a departure.
+ *
+ * On the shm backend the nearest thing is the channel file itself:
+ * lzchan_grant() opens it anew (O_RDWR, its own open file description),
+ * and the same calls pass it.  It carries no role and no limit -- its
+ * holder may write the whole file (every lane, the receiver's areas), as
+ * every shm party may, attach as often and in whatever role it names to
+ * lzchan_open_fd(), and pass it on -- and nothing revokes it (id 0;
+ * lzchan_revoke() and lzchan_stat_peers() say -EOPNOTSUPP).  Its handle
+ * finds the receiver's doorbell socket in the shm directory it sees
+ * (named after the file's device and inode): without the channel's
+ * directory there (another mount namespace) its sends still arrive, an
+ * armed receiver is woken through the file's times, and the receiver's
+ * lzchan_peer() for its lane says -ENOTCONN.
  * See lzchan_grant(3) and the admin guide.
  *
  * lzchan_grant - an endpoint for @role (LZCHAN_SENDER, LZCHAN_RECEIVER,
  * LZCHAN_PUBLISHER or LZCHAN_SUBSCRIBER) of channel @name: returns the fd
  * (close-on-exec unless @flags has LZCHAN_GRANT_INHERIT) and, with @id
- * non-NULL, its number on the channel (for lzchan_revoke()).  Errors:
- * -EOPNOTSUPP (shm backend, or a module without endpoints), -ENOENT,
- * -EACCES, -EPROTOTYPE, -EINVAL, -EMFILE.
+ * non-NULL, its number on the channel (for lzchan_revoke()).  On shm the
+ * fd is the channel file opened anew read-write (the caller needs the
+ * file's r and w bits), *@id is 0 (nothing to revoke), and @role only
+ * picks the kind of channel.  Errors: -EOPNOTSUPP (a module without
+ * endpoints), -ENOENT, -EACCES, -EPROTOTYPE (a role of the other kind of
+ * channel), -EPROTO (shm: not a channel file), -EINVAL, -EMFILE.
  */
 #define LZCHAN_GRANT_INHERIT	(1U << 0)	/* the fd survives exec */
 int lzchan_grant(const char *name, unsigned int role, unsigned int flags, uint64_t *id);
@@ -361,7 +377,8 @@ int lzchan_grant(const char *name, unsigned int role, unsigned int flags, uint64
  * lzchan_revoke - revoke endpoint @id of channel @name (0: every endpoint
  * of it).  Returns how many were revoked, or -ENOENT (no such channel or
  * endpoint), -EPERM (neither its granter nor the channel's owner or
- * creator), -EOPNOTSUPP.
+ * creator), -EOPNOTSUPP (shm backend: its endpoints are the channel file,
+ * which nothing revokes; or a module without endpoints).
  */
 int lzchan_revoke(const char *name, uint64_t id);
 
@@ -369,8 +386,9 @@ int lzchan_revoke(const char *name, uint64_t id);
  * lzchan_grant_send - grant an endpoint (as lzchan_grant()) and send it
  * over connected Unix socket @sock (SCM_RIGHTS), with its role and the
  * channel's name (an 80-byte message: lzchan_grant_send(3)); the
- * caller's copy is closed, sent or not.  0, or lzchan_grant()'s errors and
- * sendmsg()'s (-EPIPE, -ENOTSOCK, ...).
+ * caller's copy is closed, sent or not.  On shm what is sent is the
+ * channel file (lzchan_grant() there), in the same message.  0, or
+ * lzchan_grant()'s errors and sendmsg()'s (-EPIPE, -ENOTSOCK, ...).
  */
 int lzchan_grant_send(int sock, const char *name, unsigned int role, uint64_t *id);
 
@@ -379,7 +397,9 @@ int lzchan_grant_send(int sock, const char *name, unsigned int role, uint64_t *i
  * over @sock, waiting up to @timeout_ms (-1: forever).  Returns the fd
  * (close-on-exec), or -ETIMEDOUT, -ECONNRESET (the peer closed first),
  * -EPROTO (not an endpoint message, or not exactly one descriptor, or one
- * that is not an lzchan endpoint: whatever came is closed), -errno.
+ * that is not an lzchan endpoint -- on shm, a regular file whose header
+ * says a channel of the kind the message's role takes is one: whatever
+ * came is closed), -errno.
  */
 int lzchan_endpoint_recv(int sock, int timeout_ms);
 
@@ -390,11 +410,17 @@ int lzchan_endpoint_recv(int sock, int timeout_ms);
  * LZCHAN_SENDER, LZCHAN_PUBLISHER, LZCHAN_SUBSCRIBER), or 0 for the one it
  * carries.  @opts: a receiver's or subscriber's spin_ns, or NULL.  The
  * handle owns @fd from then on, success or not (lzchan_close() closes it).
+ * On shm @fd is a channel file (lzchan_grant() there), which carries no
+ * role: @flags must name one (0: -EINVAL), any role of the file's kind
+ * attaches, as by name, and the file may be attached again (a dup()).
+ * Such a handle knows no name: it finds the receiver's doorbell socket
+ * only in the shm directory it sees (see above).
  * Errors: -EPERM (another role), -EISCONN (attached already: one
  * attachment per endpoint), -EPIPE (revoked), -ENOTTY (not an lzchan
- * descriptor at all), -EPROTO (an lzchan descriptor that is no endpoint,
- * or a module of another ABI), -EBADF (@fd negative), -EINVAL, and
- * lzchan_open()'s.
+ * descriptor at all, nor a regular file), -EPROTO (an lzchan descriptor
+ * that is no endpoint, or a module of another ABI; on shm, a file that is
+ * no channel), -EBADF (@fd negative), -EINVAL, and lzchan_open()'s
+ * (on shm: -EPROTOTYPE, -EBUSY, -EUSERS, ...).
  */
 int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
 		   const struct lzchan_opts *opts);
@@ -404,7 +430,8 @@ int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
  * fills min(@n, lanes) entries (struct lzchan_lane_peer of the UAPI:
  * state, gen, pid, uid, gid in the caller's namespaces, the endpoint it
  * attached through or 0) and returns the number of lanes.  -EOPNOTSUPP on
- * shm (lzchan_peer() from the receiver), -EPROTOTYPE (pub/sub:
+ * shm (nothing records who holds the file: lzchan_peer() from the
+ * receiver, lzchan_stat_lanes()), -EPROTOTYPE (pub/sub:
  * lzchan_stat_subscribers()), -EACCES, -ENOENT.
  */
 int lzchan_stat_peers(const char *name, struct lzchan_lane_peer *lp, unsigned int n);

@@ -349,15 +349,29 @@ check "subscribe to a channel: EPROTOTYPE, says to use recv" \
 run subscribe ticks --timeout 100
 check "subscribe with nothing published: ETIMEDOUT, exit 3" eval 'rc_is 3 && err_has "(ETIMEDOUT)"'
 
-# --- endpoints: the module's alone ---
+# --- endpoints: on shm, the channel file itself ---
 "$tool" create epch >/dev/null 2>&1
-run grant epch --role sender --socket "$tmp/ep.sock"
-check "grant on shm: EOPNOTSUPP, exit 1, one line naming the module, no socket left" \
-	eval 'rc_is 1 && err_has "EOPNOTSUPP" && err_has "shared-memory backend" &&
-	      err_has "/dev/lzchan" && err_one_line && [ ! -s "$out" ] && [ ! -e "$tmp/ep.sock" ]'
+"$tool" grant epch --role sender --socket "$tmp/ep.sock" --count 1 --timeout 10000 \
+	>"$tmp/g.out" 2>"$tmp/g.err" &
+gpid=$!
+i=0
+while [ $i -lt 100 ] && [ ! -S "$tmp/ep.sock" ]; do sleep 0.05; i=$((i + 1)); done
+# No receiver yet: the messages wait in the ring for one.
+printf 'a\nb\n' | "$tool" send --endpoint "$tmp/ep.sock" 2>"$tmp/es.err"; src=$?
+wait $gpid; grc=$?
+run recv epch --count 2 --timeout 5000
+check "grant on shm: the channel file, passed; send --endpoint delivers; recv gets both" \
+	eval '[ $grc = 0 ] && [ $src = 0 ] && [ ! -s "$tmp/es.err" ] && rc_is 0 &&
+	      [ "$(cat "$out")" = "$(printf "a\nb")" ]'
+check "grant on shm says what it gave: no id, no role limit, not revocable; socket removed" \
+	eval 'grep -q "^granted sender endpoint of epch (shm: the channel file, no role limit, not revocable)$" "$tmp/g.out" &&
+	      [ "$(wc -l < "$tmp/g.out")" = 1 ] && [ ! -s "$tmp/g.err" ] && [ ! -e "$tmp/ep.sock" ]'
 run grant nosuch --role receiver --socket "$tmp/ep.sock"
-check "grant of a missing channel on shm: EOPNOTSUPP too (no module at all)" \
-	eval 'rc_is 1 && err_has "EOPNOTSUPP" && [ ! -e "$tmp/ep.sock" ]'
+check "grant of a missing channel on shm: ENOENT, exit 1, no socket left" \
+	eval 'rc_is 1 && err_has "(ENOENT)" && err_one_line && [ ! -s "$out" ] && [ ! -e "$tmp/ep.sock" ]'
+run grant epch --role subscriber --socket "$tmp/ep.sock"
+check "grant of a pub/sub role on a channel (shm): EPROTOTYPE, exit 1, no socket left" \
+	eval 'rc_is 1 && err_has "(EPROTOTYPE)" && err_one_line && [ ! -e "$tmp/ep.sock" ]'
 run grant epch --socket "$tmp/ep.sock"
 check "grant without --role is a usage error" eval 'rc_is 2 && err_has "role"'
 run grant epch --role writer --socket "$tmp/ep.sock"
@@ -365,7 +379,10 @@ check "grant --role of no role is a usage error" eval 'rc_is 2 && err_has "write
 run grant epch --role sender
 check "grant without --socket is a usage error" eval 'rc_is 2 && err_has "socket PATH"'
 run revoke epch 1
-check "revoke on shm: EOPNOTSUPP, exit 1" eval 'rc_is 1 && err_has "EOPNOTSUPP" && err_one_line'
+check "revoke on shm: EOPNOTSUPP, exit 1, says the file is not revocable" \
+	eval 'rc_is 1 && err_has "(EOPNOTSUPP)" && err_has "channel file" && err_one_line && [ ! -s "$out" ]'
+run revoke epch --all
+check "revoke --all on shm: EOPNOTSUPP too" eval 'rc_is 1 && err_has "(EOPNOTSUPP)" && err_one_line'
 run revoke epch
 check "revoke without ID or --all is a usage error" eval 'rc_is 2 && err_has "ID"'
 run revoke epch 1 --all

@@ -213,10 +213,18 @@ static void explain(const char *what, const char *name, int err, int need)
 			struct lzchan_features f;
 			const char *b = getenv("LZCHAN_BACKEND");
 
-			if ((b && !strcmp(b, "shm")) || lzchan_dev_features(&f) == -ENOENT)
-				fail(what, err, "endpoints need the lzchan module (%s): the "
-				     "shared-memory backend in %s has none (a process there needs "
-				     "the channel file itself)", LZCHAN_DEVICE_PATH, shm_dir());
+			if (((b && !strcmp(b, "shm")) || lzchan_dev_features(&f) == -ENOENT) &&
+			    !strcmp(cmdname, "revoke"))
+				fail(what, err, "nothing to revoke on the shared-memory backend "
+				     "(%s): what 'lzchan grant' gives there is the channel file "
+				     "itself, with no role limit, and it stays its holder's until "
+				     "closed; to shut holders out, remove the channel and create "
+				     "it anew (they keep only the old file)", shm_dir());
+			else if ((b && !strcmp(b, "shm")) || lzchan_dev_features(&f) == -ENOENT)
+				fail(what, err, "not on the shared-memory backend (%s): an "
+				     "endpoint there is the channel file itself, which carries no "
+				     "role and is neither listed nor revocable (that takes the "
+				     "lzchan module, %s)", shm_dir(), LZCHAN_DEVICE_PATH);
 			else
 				fail(what, err, "this lzchan module has no endpoints "
 				     "(LZCHAN_FEAT_ENDPOINT): update it");
@@ -254,7 +262,7 @@ static void explain(const char *what, const char *name, int err, int need)
 		return;
 	}
 	case EPROTO:
-		if (endpoint_path) {
+		if (endpoint_path && strcmp(cmdname, "grant")) {
 			fail(what, err, "what came over %s was not one lzchan endpoint "
 			     "(refused and closed)", endpoint_path);
 			return;
@@ -1200,10 +1208,18 @@ static int open_endpoint(struct lzchan **chp, const char *path, unsigned int rol
 		explain(path, label, -fd, 0);
 		return EXIT_FAILED;
 	}
+	/* On shm the descriptor is the channel file, which carries no role:
+	 * @role is what we attach as (lzchan_open_fd() must be told). */
 	ret = lzchan_open_fd(chp, fd, role, o);
 	if (ret == -EPERM) {
 		fail(path, EPERM, "the endpoint from %s carries another role than %s",
 		     path, role_name(role));
+		return EXIT_FAILED;
+	}
+	if (ret == -EPROTOTYPE) {
+		fail(path, EPROTOTYPE, "the endpoint from %s is of a %s, not one a %s "
+		     "attaches to", path, role == LZCHAN_SENDER || role == LZCHAN_RECEIVER ?
+		     "publish/subscribe channel" : "channel", role_name(role));
 		return EXIT_FAILED;
 	}
 	if (ret < 0) {
@@ -1301,25 +1317,38 @@ static int grant_listen(const struct sockaddr_un *a, mode_t mode)
 	return s;
 }
 
-/* Can endpoints be granted here at all?  0, or the exit status after
- * saying why not (the shm backend, a module without them). */
-static int grant_possible(const char *name)
+/*
+ * Can endpoints of @role on @name be granted here at all?  0, or the exit
+ * status after saying why not (no such channel, a module without them, on
+ * shm a channel of the other kind or a file the caller may not open
+ * read-write).  *@shm: the channel is on the shm backend, where what is
+ * granted is the channel file itself (no role carried, no id, nothing to
+ * revoke).
+ */
+static int grant_possible(const char *name, unsigned int role, bool *shm)
 {
-	const char *b = getenv("LZCHAN_BACKEND");
 	struct lzchan_features f;
 	struct lzchan_chan_stat st;
 	uint32_t be = 0;
-	int ret;
+	int ret, fd;
 
+	*shm = false;
 	ret = lzchan_stat(name, &st, &be);
-	if (ret == 0 && be == LZCHAN_BACKEND_SHM)
+	if (ret == 0 && be == LZCHAN_BACKEND_SHM) {
+		/* A trial grant: a fresh open of the file, closed at once --
+		 * nothing is recorded anywhere, and every refusal is said
+		 * before a socket is made. */
+		fd = lzchan_grant(name, role, 0, NULL);
+		if (fd >= 0) {
+			close(fd);
+			*shm = true;
+		} else {
+			ret = fd;
+		}
+	} else if (ret == 0 && lzchan_dev_features(&f) == 0 &&
+		   !(f.features & LZCHAN_FEAT_ENDPOINT)) {
 		ret = -EOPNOTSUPP;
-	else if (ret == -ENOENT && ((b && !strcmp(b, "shm")) ||
-				    lzchan_dev_features(&f) == -ENOENT))
-		ret = -EOPNOTSUPP;	/* no channel, and no module either */
-	else if (ret == 0 && lzchan_dev_features(&f) == 0 &&
-		 !(f.features & LZCHAN_FEAT_ENDPOINT))
-		ret = -EOPNOTSUPP;
+	}
 	if (ret < 0) {
 		explain(name, name, -ret, 0);
 		return EXIT_FAILED;
@@ -1343,6 +1372,7 @@ static int cmd_grant(int argc, char **argv)
 	uint64_t want = 1, done = 0, v;
 	int64_t timeout_ns = -1;
 	mode_t mode = 0666;
+	bool shm;
 	int c, ls, rc = 0;
 
 	reset_opts();
@@ -1398,7 +1428,7 @@ static int cmd_grant(int argc, char **argv)
 	if (!unix_addr(sock_path, &a))
 		return EXIT_USAGE;
 	endpoint_path = sock_path;
-	rc = grant_possible(name);
+	rc = grant_possible(name, role, &shm);
 	if (rc)
 		return rc;
 	ls = grant_listen(&a, mode);
@@ -1448,8 +1478,13 @@ static int cmd_grant(int argc, char **argv)
 			break;
 		}
 		done++;
-		printf("granted %s endpoint %llu of %s\n", role_name(role), (unsigned long long)id,
-		       name);
+		if (shm && !id)
+			/* No id: the file carries no role and nothing revokes it. */
+			printf("granted %s endpoint of %s (shm: the channel file, no role "
+			       "limit, not revocable)\n", role_name(role), name);
+		else
+			printf("granted %s endpoint %llu of %s\n", role_name(role),
+			       (unsigned long long)id, name);
 		if (fflush(stdout)) {
 			fail("writing stdout", errno ? errno : EIO, NULL);
 			rc = EXIT_FAILED;
@@ -2467,11 +2502,16 @@ static const struct cmd cmds[] = {
 	  "carries exactly that role on that channel, with no /dev/lzchan and no\n"
 	  "shared IPC namespace on its side ('--endpoint PATH' of send, recv,\n"
 	  "publish and subscribe takes one).  Prints 'granted ROLE endpoint ID of\n"
-	  "NAME' for each; 'lzchan revoke NAME ID' takes one back.  Needs the\n"
-	  "lzchan module: the shared-memory backend has no endpoints (EOPNOTSUPP).\n"
+	  "NAME' for each; 'lzchan revoke NAME ID' takes one back.  On the\n"
+	  "shared-memory backend what is granted is the channel file itself: no\n"
+	  "role limit (its holder may write the whole file, as any party there\n"
+	  "may; the role is the one its --endpoint command takes), no ID, not\n"
+	  "revocable; it prints 'granted ROLE endpoint of NAME (shm: ...)'.\n"
+	  "The caller needs read and write access to the channel file there.\n"
 	  "A socket file nobody serves any more is replaced; the socket is removed\n"
 	  "at the end.\n"
-	  "  --role R      the role each endpoint carries (required)\n"
+	  "  --role R      the role each endpoint carries (required; on shm only\n"
+	  "                the kind of channel is checked: none is carried)\n"
 	  "  --socket PATH the Unix socket to listen at (required)\n"
 	  "  --count N     grant N endpoints, one per connection, then end (1)\n"
 	  "  --timeout MS  give up after MS ms without a connection: exit 3\n"
@@ -2482,7 +2522,9 @@ static const struct cmd cmds[] = {
 	  "with --all every endpoint of it, and print how many were revoked.  The\n"
 	  "holder's lane (or role) ends as a departure; its calls fail with EPIPE.\n"
 	  "Allowed to who granted it, the channel's owner or creator, and\n"
-	  "CAP_SYS_ADMIN.  Needs the lzchan module.\n" },
+	  "CAP_SYS_ADMIN.  Needs the lzchan module: on the shared-memory backend\n"
+	  "an endpoint is the channel file, which nothing revokes (EOPNOTSUPP);\n"
+	  "remove the channel and create it anew to shut its holders out.\n" },
 	{ "send", NULL, cmd_send, "send NAME [--records] [--timeout MS] [--endpoint PATH]",
 	  "Send stdin to the channel: each line (without its newline) becomes one\n"
 	  "message; with --records, each record: a 4-byte little-endian length,\n"
@@ -2501,7 +2543,8 @@ static const struct cmd cmds[] = {
 	  "                gives (waiting up to --timeout), instead of opening\n"
 	  "                NAME; NAME is then optional and only names the channel\n"
 	  "                in messages.  EPIPE then also means the endpoint was\n"
-	  "                revoked.\n" },
+	  "                revoked.  On the shared-memory backend what comes is\n"
+	  "                the channel file itself, attached as its sender.\n" },
 	{ "recv", NULL, cmd_recv,
 	  "recv NAME [--count N] [--timeout MS] [--records] [--eof] [--who]\n"
 	  "              [--spin-ns NS] [--publish-every N] [--endpoint PATH]",
