@@ -751,6 +751,33 @@ struct lzchan_chan *lzchan_chan_get_by_name(const char *name)
 	return chan;
 }
 
+/*
+ * The channel a command names: @name on an unbound @f, or, with @name
+ * empty, the one @f is bound to (@unbound_err if it is not).  With a
+ * reference (lzchan_chan_put()), or an ERR_PTR: EISCONN (a name on a
+ * bound fd), the name's errors, ENOENT.
+ */
+struct lzchan_chan *lzchan_chan_get_for(struct lzchan_file *f, const char *name,
+					int unbound_err)
+{
+	struct lzchan_chan *bound = lzchan_file_chan(f), *chan;
+	int ret;
+
+	if (!name[0]) {
+		if (!bound)
+			return ERR_PTR(unbound_err);
+		kref_get(&bound->ref);
+		return bound;
+	}
+	if (bound)
+		return ERR_PTR(-EISCONN);
+	ret = lzchan_name_check(name);
+	if (ret)
+		return ERR_PTR(ret);
+	chan = lzchan_chan_get_by_name(name);
+	return chan ? chan : ERR_PTR(-ENOENT);
+}
+
 static void lzchan_chan_unlink_locked(struct lzchan_chan *chan)
 {
 	hash_del(&chan->hnode);
@@ -1454,8 +1481,8 @@ int lzchan_chan_peer(struct lzchan_file *f, struct lzchan_peer *p)
  */
 int lzchan_chan_lanes(struct lzchan_file *f, struct lzchan_lanes *s)
 {
-	struct lzchan_chan *bound = lzchan_file_chan(f), *chan;
 	struct user_namespace *uns = current_user_ns();
+	struct lzchan_chan *chan;
 	struct lzchan_lane_peer *rows = NULL;
 	u32 i, n = 0;
 	int ret;
@@ -1466,21 +1493,10 @@ int lzchan_chan_lanes(struct lzchan_file *f, struct lzchan_lanes *s)
 	if (s->entry_size < offsetofend(struct lzchan_lane_peer, msgs) ||
 	    s->entry_size > PAGE_SIZE)
 		return -EINVAL;
-	if (s->name[0]) {
-		if (bound)
-			return -EISCONN;
-		ret = lzchan_name_check(s->name);
-		if (ret)
-			return ret;
-		chan = lzchan_chan_get_by_name(s->name);
-		if (!chan)
-			return -ENOENT;
-	} else {
-		if (!bound)
-			return -EINVAL;		/* neither a name nor a binding */
-		chan = bound;
-		kref_get(&chan->ref);
-	}
+	/* EINVAL: neither a name nor a binding. */
+	chan = lzchan_chan_get_for(f, s->name, -EINVAL);
+	if (IS_ERR(chan))
+		return PTR_ERR(chan);
 	ret = chan->pubsub ? -EPROTOTYPE : lzchan_chan_permission(chan, 4, true);
 	if (ret)
 		goto out_put;

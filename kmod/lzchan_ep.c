@@ -137,30 +137,6 @@ static bool lzchan_ep_role_ok(u32 role)
 	       role == LZCHAN_OPEN_PUBLISHER || role == LZCHAN_OPEN_SUBSCRIBER;
 }
 
-/*
- * The channel a GRANT or REVOKE names: @name on an unbound fd, or, with
- * @name empty, the one @f is bound to.  With a reference, or an ERR_PTR.
- */
-static struct lzchan_chan *lzchan_ep_chan_get(struct lzchan_file *f, const char *name)
-{
-	struct lzchan_chan *bound = lzchan_file_chan(f), *chan;
-	int ret;
-
-	if (!name[0]) {
-		if (!bound)
-			return ERR_PTR(-EBADFD);
-		kref_get(&bound->ref);
-		return bound;
-	}
-	if (bound)
-		return ERR_PTR(-EISCONN);
-	ret = lzchan_name_check(name);
-	if (ret)
-		return ERR_PTR(ret);
-	chan = lzchan_chan_get_by_name(name);
-	return chan ? chan : ERR_PTR(-ENOENT);
-}
-
 /* LZCHAN_IOC_GRANT: copies its own argument, since the fd it makes is
  * installed only once the caller has been told its number. */
 int lzchan_ep_grant(struct lzchan_file *f, void __user *argp)
@@ -187,7 +163,7 @@ int lzchan_ep_grant(struct lzchan_file *f, void __user *argp)
 	if (!memchr(g.name, 0, sizeof(g.name)))
 		return -ENAMETOOLONG;
 
-	chan = lzchan_ep_chan_get(f, g.name);
+	chan = lzchan_chan_get_for(f, g.name, -EBADFD);
 	if (IS_ERR(chan))
 		return PTR_ERR(chan);
 	/* One kind's role for the other kind: said as OPEN says it. */
@@ -306,7 +282,7 @@ int lzchan_ep_revoke(struct lzchan_file *f, struct lzchan_revoke *r)
 		return -EINVAL;
 	if (!memchr(r->name, 0, sizeof(r->name)))
 		return -ENAMETOOLONG;
-	chan = lzchan_ep_chan_get(f, r->name);
+	chan = lzchan_chan_get_for(f, r->name, -EBADFD);
 	if (IS_ERR(chan))
 		return PTR_ERR(chan);
 	/* As removing it: the owner, the creator, CAP_SYS_ADMIN over its

@@ -214,6 +214,8 @@ __printf(3, 4) bool lzchan_emit_line(char *buf, ssize_t *len, const char *fmt, .
 void lzchan_shm_set_status_word(__u64 *word, u32 gen, u32 state);
 int lzchan_chan_permission(struct lzchan_chan *chan, unsigned int may, bool audit);
 struct lzchan_chan *lzchan_chan_get_by_name(const char *name);
+struct lzchan_chan *lzchan_chan_get_for(struct lzchan_file *f, const char *name,
+					int unbound_err);
 void lzchan_chan_put(struct lzchan_chan *chan);
 
 /* lzchan_pubsub.c: publish/subscribe channels */

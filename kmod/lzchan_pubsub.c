@@ -463,26 +463,16 @@ int lzchan_ps_subs(struct lzchan_file *f, struct lzchan_ps_subs *s)
 	 * flush scans the places), never by name: exactly what was granted. */
 	if (lzchan_file_is_ep(f) && (s->name[0] || !bound || f->role != LZCHAN_OPEN_PUBLISHER))
 		return -EPERM;
-	if (s->name[0]) {
-		if (bound)
-			return -EISCONN;
-		ret = lzchan_name_check(s->name);
-		if (ret)
-			return ret;
-		chan = lzchan_chan_get_by_name(s->name);
-		if (!chan)
-			return -ENOENT;
+	/* EINVAL: neither a name nor a binding. */
+	chan = lzchan_chan_get_for(f, s->name, -EINVAL);
+	if (IS_ERR(chan))
+		return PTR_ERR(chan);
+	if (s->name[0])
 		ret = chan->pubsub ? lzchan_chan_permission(chan, 4, true) : -EPROTOTYPE;
-	} else {
-		if (!bound)
-			return -EINVAL;		/* neither a name nor a binding */
-		chan = bound;
-		kref_get(&chan->ref);
-		/* The publisher may look (it waits on them); a subscriber
+	else	/* The publisher may look (it waits on them); a subscriber
 		 * does not see the others through its own fd. */
 		ret = !chan->pubsub ? -EPROTOTYPE :
 		      f->role != LZCHAN_OPEN_PUBLISHER ? -EPERM : 0;
-	}
 	if (ret)
 		goto out_put;
 	/* Publisher-written, statistics only. */
