@@ -46,7 +46,7 @@ run features
 check "features reports ABI 3 from the module" eval 'rc_is 0 && out_has "^abi_version 3$"'
 run features --json
 check "features --json names the feature bits" \
-	eval 'rc_is 0 && out_has "^{\"abi_version\": 3, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true, \"bye\": true, \"temp\": true, \"pubsub\": true}$"'
+	eval 'rc_is 0 && out_has "^{\"abi_version\": 3, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true, \"bye\": true, \"temp\": true, \"pubsub\": true, \"endpoint\": true}$"'
 
 run limits
 check "limits shows each limit with root's exemption" \

@@ -2351,7 +2351,8 @@ static int cmd_features(int argc, char **argv)
 		printf("{\"abi_version\": %u, \"page_size\": %u, \"features\": %llu, "
 		       "\"numa\": %s, \"eventfd\": %s, \"peercred\": %s, "
 		       "\"placement\": %s, \"nopin\": %s, \"usage\": %s, "
-		       "\"departures\": %s, \"bye\": %s, \"temp\": %s, \"pubsub\": %s}\n",
+		       "\"departures\": %s, \"bye\": %s, \"temp\": %s, \"pubsub\": %s, "
+		       "\"endpoint\": %s}\n",
 		       f.abi_version, f.page_size, (unsigned long long)f.features,
 		       (f.features & LZCHAN_FEAT_NUMA) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_EVENTFD) ? "true" : "false",
@@ -2362,7 +2363,8 @@ static int cmd_features(int argc, char **argv)
 		       (f.features & LZCHAN_FEAT_DEPARTURES) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_BYE) ? "true" : "false",
 		       (f.features & LZCHAN_FEAT_TEMP) ? "true" : "false",
-		       (f.features & LZCHAN_FEAT_PUBSUB) ? "true" : "false");
+		       (f.features & LZCHAN_FEAT_PUBSUB) ? "true" : "false",
+		       (f.features & LZCHAN_FEAT_ENDPOINT) ? "true" : "false");
 		return 0;
 	}
 	printf("abi_version %u\npage_size %u\nfeatures 0x%llx\n",
