@@ -412,7 +412,10 @@ int lzchan_endpoint_recv(int sock, int timeout_ms);
  * handle owns @fd from then on, success or not (lzchan_close() closes it).
  * On shm @fd is a channel file (lzchan_grant() there), which carries no
  * role: @flags must name one (0: -EINVAL), any role of the file's kind
- * attaches, as by name, and the file may be attached again (a dup()).
+ * attaches, as by name, and the file may be attached again (a dup()):
+ * each handle opens the file anew through /proc for a description of its
+ * own (a role is a lock of it), or, where that is refused, uses @fd only
+ * if no handle holds a role on it yet (-EISCONN).
  * Such a handle knows no name: it finds the receiver's doorbell socket
  * only in the shm directory it sees (see above).
  * Errors: -EPERM (another role), -EISCONN (attached already: one

@@ -53,6 +53,12 @@ _Static_assert(sizeof(struct __lz_ep_msg) == 80, "the endpoint message is 80 byt
  * seen as such rather than truncated. */
 #define LZ_EP_FDS_MAX	16
 
+/* A pidfd that SO_PASSPIDFD adds to every message (6.5): closed, known
+ * to this library even where the headers it was built with are older. */
+#ifndef SCM_PIDFD
+#define SCM_PIDFD	0x04
+#endif
+
 /* /dev/lzchan, checked for endpoints: the fd, or -ENOENT (shm backend),
  * -EOPNOTSUPP (a module without them), or the error opening it. */
 static int __lz_ep_dev(void)
@@ -98,7 +104,7 @@ static int __lz_ep_shm_grant(const char *name, unsigned int role, unsigned int f
 	ret = __lzchan_shm_path(path, sizeof(path), name);
 	if (ret)
 		return ret;
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 		  ((flags & LZCHAN_GRANT_INHERIT) ? 0 : O_CLOEXEC));
 	if (fd < 0)
 		return errno == EISDIR || errno == ELOOP ? -EPROTO : -errno;
@@ -227,7 +233,9 @@ static bool __lz_ep_is_endpoint(int fd, uint32_t role)
 	struct stat st;
 
 	if (ioctl(fd, LZCHAN_IOC_FEATURES, &ft) < 0) {
-		return errno == ENOTTY && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		/* Open for reading and writing, as a granted file is. */
+		return errno == ENOTTY && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR &&
+		       fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		       pread(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
 		       !__lz_ep_shm_kind(&hdr, __lzchan_role_of(role));
 	}
@@ -328,7 +336,6 @@ int lzchan_endpoint_recv(int sock, int timeout_ms)
 				nfds++;
 			}
 		}
-#ifdef SCM_PIDFD
 		else if (c->cmsg_type == SCM_PIDFD && cnt == 1) {
 			int fd;
 
@@ -336,7 +343,6 @@ int lzchan_endpoint_recv(int sock, int timeout_ms)
 			memcpy(&fd, CMSG_DATA(c), sizeof(int));
 			close(fd);
 		}
-#endif
 	}
 	if (n == 0 && nfds == 0)
 		return -ECONNRESET;	/* the peer closed first */

@@ -73,8 +73,11 @@ static void __lz_guard_sigbus(int sig, siginfo_t *si, void *uc)
 			continue;	/* being changed: not a live range */
 		if (!start || a < start || a - start >= len)
 			continue;
+		/* No reserve: a dev range is the whole channel (up to
+		 * max_channel_bytes), and strict overcommit must not turn
+		 * the containment into the kill it prevents. */
 		if (mmap((void *)start, len, PROT_READ | PROT_WRITE,
-			 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
 			break;		/* cannot contain it: the old handler's turn */
 		if (g->hdr_off != SIZE_MAX) {
 			struct lzchan_shm_hdr *h = (void *)(start + g->hdr_off);
@@ -323,13 +326,23 @@ void *__lzchan_dev_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
 	if (p != MAP_FAILED)
 		return p;
 	/* An older kernel may have unmapped that part of the reservation
-	 * before the module refused: reserve it again, so that no other
-	 * mapping lands there before our close unmaps the whole range. */
+	 * before the module refused: reserve it again, unless another
+	 * thread's mapping landed in the hole meanwhile -- then the range
+	 * ends before it (our close must not unmap what is not ours): what
+	 * lies past it, ours, goes now.  (The handle fails either way.) */
 	{
 		int e = errno;
+		char *hole = (char *)ch->map_base + off;
 
-		(void)mmap((char *)ch->map_base + off, (size_t)len, PROT_NONE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		void *p = mmap(hole, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			       MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (p != hole) {
+			if (p != MAP_FAILED)	/* a kernel that took it as a hint */
+				munmap(p, (size_t)len);
+			munmap(hole + len, ch->map_len - off - len);
+			ch->map_len = off;
+		}
 		errno = e;
 	}
 	return NULL;

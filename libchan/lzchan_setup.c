@@ -1112,15 +1112,64 @@ static bool __lzchan_shm_file_fd(int fd)
 	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Does open file description @fd hold a lock (an OFD lock: a handle's
+ * role) already?  /proc/self/fdinfo lists them; without it, assume not. */
+static bool __lzchan_shm_fd_locked(int fd)
+{
+	char path[64], line[256];
+	bool locked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!locked && fgets(line, sizeof(line), f))
+		locked = !strncmp(line, "lock:", 5);
+	fclose(f);
+	return locked;
+}
+
+/*
+ * A handle's roles are locks of its open file description, which never
+ * conflict with themselves: two handles on one description (a dup, a
+ * descriptor passed on, a copy a parent kept) would each think the other's
+ * lane free, and a death would hide behind a living copy.  So a handle
+ * made from a descriptor gets a description of its own, the same file
+ * opened anew through /proc; where that is refused (the file's mode does
+ * not let us open it by name, or no /proc), the one given is used only if
+ * it holds no lock yet.  0, or -EISCONN.
+ */
+static int __lzchan_shm_own_fd(struct lzchan *ch)
+{
+	struct stat was, now;
+	char proc[64];
+	int fd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ch->fd);
+	fd = open(proc, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0 && fstat(fd, &now) == 0 && fstat(ch->fd, &was) == 0 &&
+	    now.st_dev == was.st_dev && now.st_ino == was.st_ino) {
+		close(ch->fd);
+		ch->fd = fd;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return __lzchan_shm_fd_locked(ch->fd) ? -EISCONN : 0;
+}
+
 /* lzchan_open_fd() of a shm channel file: attached as lzchan_open()
  * attaches one by name, less what needs the name (see
- * __lzchan_shm_start()). */
+ * __lzchan_shm_start()), on a description of its own. */
 static int __lzchan_shm_open_fd(struct lzchan *ch, const struct lzchan_opts *o)
 {
 	int ret;
 
 	ch->backend = LZCHAN_BACKEND_SHM;
-	ret = __lzchan_shm_attach_fd(ch, NULL, false, 0);
+	ret = __lzchan_shm_own_fd(ch);
+	if (!ret)
+		ret = __lzchan_shm_attach_fd(ch, NULL, false, 0);
 	if (!ret)
 		ret = __lzchan_shm_start(ch, NULL);
 	if (!ret)
@@ -1213,6 +1262,9 @@ int lzchan_open_fd(struct lzchan **chp, int fd, unsigned int flags,
 	*chp = ch;
 	return 0;
 fail:
+	/* A revocation that came between the attach and a mapping. */
+	if (ret == -EKEYREVOKED)
+		ret = -EPIPE;
 	lzchan_close(ch);
 	return ret;
 }

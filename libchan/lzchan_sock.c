@@ -104,6 +104,21 @@ static int __lz_sock_addr(const struct lzchan *ch, struct sockaddr_un *a)
 
 	if (fstat(ch->fd, &st) < 0 || __lzchan_shm_path(path, sizeof(path), ch->name))
 		return -1;
+	/* A handle made from a descriptor (lzchan_open_fd()) knows no name:
+	 * its doorbell is the one beside the file only if our shm directory
+	 * is the file's file system at all (another mount namespace has a
+	 * /dev/shm of its own, where a socket of that name is a stranger's). */
+	if (!ch->name[0]) {
+		struct stat dir;
+		char *slash = strrchr(path, '/');
+
+		if (!slash)
+			return -1;
+		*slash = 0;
+		if (stat(path, &dir) < 0 || dir.st_dev != st.st_dev)
+			return -1;
+		*slash = '/';
+	}
 	return __lz_sock_addr_of(path, st.st_dev, st.st_ino, a);
 }
 

@@ -2830,6 +2830,61 @@ TEST(endpoint_on_shm_is_the_channel_file)
 	EXPECT_EQ(0, lzchan_unlink(n));
 }
 
+/*
+ * shm: a handle's role is a lock of its open file description, so two
+ * handles made from one granted file (a dup, a copy passed on or kept)
+ * must each get a description of their own: otherwise the second takes
+ * the first's lane for a dead one's, the first's sends go nowhere, and
+ * two receivers attach.
+ */
+TEST(endpoint_on_shm_each_handle_its_own)
+{
+	const char *n = lz_name("epd");
+	struct lzchan *rx = NULL, *rx2 = NULL, *a = NULL, *b = NULL;
+	int fd, fd2, r, seen[2] = { 0, 0 }, i;
+	uint32_t lane, la = LZCHAN_LANE_NONE;
+	char buf[16];
+
+	if (lz_expect_dev() || access(LZCHAN_DEVICE_PATH, F_OK) == 0)
+		SKIP(return, "the module's endpoints are tested in lzchan_endpoint");
+	ASSERT_EQ(0, lzchan_open(&rx, n, LZCHAN_RECEIVER | LZCHAN_CREATE, NULL));
+	fd = lzchan_grant(n, LZCHAN_SENDER, 0, NULL);
+	ASSERT_LE(0, fd);
+	fd2 = dup(fd);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, lzchan_open_fd(&a, fd, LZCHAN_SENDER, NULL));
+	ASSERT_EQ(0, lzchan_open_fd(&b, fd2, LZCHAN_SENDER, NULL));
+	EXPECT_EQ(0, lzchan_send(a, "a1", 3));
+	EXPECT_EQ(0, lzchan_send(b, "b1", 3));
+	EXPECT_EQ(0, lzchan_send(a, "a2", 3));
+	for (i = 0; i < 3; i++) {
+		r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 5000000000LL);
+		ASSERT_EQ(3, r) TH_LOG("message %d: %d", i, r);
+		if (buf[0] == 'a') {
+			EXPECT_TRUE(la == LZCHAN_LANE_NONE || la == lane);
+			la = lane;
+		}
+		seen[buf[0] == 'b'] += 1;
+	}
+	EXPECT_EQ(2, seen[0]);
+	EXPECT_EQ(1, seen[1]);
+	/* Nothing more: neither lane ended under the other. */
+	EXPECT_EQ(-EAGAIN, lzchan_recv(rx, buf, sizeof(buf), &lane));
+	lzchan_close(a);
+	lzchan_close(b);
+
+	/* One receiver, however the file is copied. */
+	fd = lzchan_grant(n, LZCHAN_RECEIVER, 0, NULL);
+	ASSERT_LE(0, fd);
+	fd2 = dup(fd);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-EBUSY, lzchan_open_fd(&rx2, fd, LZCHAN_RECEIVER, NULL));
+	lzchan_close(rx);
+	ASSERT_EQ(0, lzchan_open_fd(&rx2, fd2, LZCHAN_RECEIVER, NULL));
+	lzchan_close(rx2);
+	EXPECT_EQ(0, lzchan_unlink(n));
+}
+
 TEST(endpoint_open_fd_refuses_what_is_not_one)
 {
 	struct lzchan *ch = NULL;

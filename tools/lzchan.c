@@ -1371,7 +1371,8 @@ static int cmd_grant(int argc, char **argv)
 	unsigned int role = 0;
 	uint64_t want = 1, done = 0, v;
 	int64_t timeout_ns = -1;
-	mode_t mode = 0666;
+	mode_t mode = 0600;	/* whoever may connect gets an endpoint: the
+				 * caller's own user unless told otherwise */
 	bool shm;
 	int c, ls, rc = 0;
 
@@ -2518,7 +2519,8 @@ static const struct cmd cmds[] = {
 	  "  --count N     grant N endpoints, one per connection, then end (1)\n"
 	  "  --timeout MS  give up after MS ms without a connection: exit 3\n"
 	  "  --mode OCTAL  the socket's permission bits: who may connect, and so\n"
-	  "                take an endpoint (0666)\n" },
+	  "                take an endpoint (0600: the caller's own user, as a\n"
+	  "                rootless container's root is)\n" },
 	{ "revoke", NULL, cmd_revoke, "revoke NAME ID|--all",
 	  "Revoke endpoint ID of channel NAME (as 'lzchan grant' printed it), or\n"
 	  "with --all every endpoint of it, and print how many were revoked.  The\n"
