@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1265,55 +1266,96 @@ static void grant_sock_remove(void)
  * anything that is not a socket, is left alone.  The fd, or -1 after
  * saying why.
  */
+/* Is anyone serving the socket at @a?  1 yes (or too busy to say: its
+ * backlog is full), 0 a stale one (refused), -errno cannot tell.  Never
+ * waits: the probe does not block. */
+static int grant_served(const struct sockaddr_un *a)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
+
+	if (s < 0)
+		return -errno;
+	e = connect(s, (const struct sockaddr *)a, sizeof(*a)) == 0 ? 0 : errno;
+	close(s);
+	if (!e || e == EAGAIN || e == EINPROGRESS)
+		return 1;
+	return e == ECONNREFUSED ? 0 : -e;
+}
+
+/*
+ * Listen at @a with permission bits @mode.  Two grants of one path are
+ * serialised by a lock on its directory, from the look at what is there
+ * to listen(): one cannot take the other's socket for a stale one between
+ * its bind and its listen.  The mode is the socket's from its creation
+ * (umask), never set afterwards through a name someone could swap.
+ */
 static int grant_listen(const struct sockaddr_un *a, mode_t mode)
 {
+	char dir[sizeof(a->sun_path)];
+	const char *slash = strrchr(a->sun_path, '/');
 	struct stat st;
-	int s, e;
+	int s = -1, d, r;
+	mode_t old;
 
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == a->sun_path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a->sun_path), a->sun_path);
+	d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0 || flock(d, LOCK_EX) < 0) {
+		fail(dir, errno, "cannot lock the socket's directory");
+		if (d >= 0)
+			close(d);
+		return -1;
+	}
 	if (lstat(a->sun_path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			fail(a->sun_path, EEXIST, "it exists and is not a socket: remove it, or "
 			     "choose another --socket");
-			return -1;
+			goto out;
 		}
-		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (s >= 0 && connect(s, (const struct sockaddr *)a, sizeof(*a)) == 0) {
-			close(s);
+		r = grant_served(a);
+		if (r > 0) {
 			fail(a->sun_path, EADDRINUSE, "another process serves that socket");
-			return -1;
+			goto out;
 		}
-		e = errno;
-		if (s >= 0)
-			close(s);
-		if (s < 0 || e != ECONNREFUSED) {
-			fail(a->sun_path, e, "cannot tell whether that socket is still served: "
+		if (r < 0) {
+			fail(a->sun_path, -r, "cannot tell whether that socket is still served: "
 			     "remove it yourself if it is stale");
-			return -1;
+			goto out;
 		}
 		unlink(a->sun_path);	/* stale: nobody listens */
 	}
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
 		fail("socket", errno, NULL);
-		return -1;
+		goto out;
 	}
-	if (bind(s, (const struct sockaddr *)a, sizeof(*a)) < 0) {
+	/* Who may connect is who may take an endpoint: the mode says. */
+	old = umask(~mode & 0777);
+	r = bind(s, (const struct sockaddr *)a, sizeof(*a));
+	umask(old);
+	if (r < 0) {
 		fail(a->sun_path, errno, NULL);
 		close(s);
-		return -1;
+		s = -1;
+		goto out;
 	}
 	if (lstat(a->sun_path, &st) == 0) {
 		memcpy(grant_sock_path, a->sun_path, strlen(a->sun_path) + 1);
 		grant_sock_dev = st.st_dev;
 		grant_sock_ino = st.st_ino;
 	}
-	/* Who may connect is who may take an endpoint: the mode says. */
-	if (chmod(a->sun_path, mode) < 0 || listen(s, 16) < 0) {
+	if (listen(s, 16) < 0) {
 		fail(a->sun_path, errno, NULL);
 		grant_sock_remove();
 		close(s);
-		return -1;
+		s = -1;
 	}
+out:
+	close(d);		/* and its lock */
 	return s;
 }
 
