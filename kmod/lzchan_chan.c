@@ -1058,8 +1058,7 @@ int lzchan_chan_open(struct lzchan_file *f, struct lzchan_open *o)
 
 	if (lzchan_file_is_ep(f))
 		return lzchan_ep_attach(f, o);
-	if (o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER &&
-	    !lzchan_role_ps(o->flags))
+	if (!lzchan_role_valid(o->flags))
 		return -EINVAL;
 	if (o->pad || memchr_inv(o->reserved, 0, sizeof(o->reserved)))
 		return -EINVAL;
@@ -1143,8 +1142,7 @@ int lzchan_ep_attach(struct lzchan_file *f, struct lzchan_open *o)
 	struct eventfd_ctx *ev = NULL;
 	int ret;
 
-	if (o->flags && o->flags != LZCHAN_OPEN_RECEIVER && o->flags != LZCHAN_OPEN_SENDER &&
-	    !lzchan_role_ps(o->flags))
+	if (o->flags && !lzchan_role_valid(o->flags))
 		return -EINVAL;
 	if (o->pad || memchr_inv(o->reserved, 0, sizeof(o->reserved)))
 		return -EINVAL;
@@ -1518,7 +1516,8 @@ int lzchan_chan_lanes(struct lzchan_file *f, struct lzchan_lanes *s)
 	}
 	mutex_lock(&chan->lock);
 	for (i = 0; i < n; i++) {
-		u32 lane = s->start + i;
+		/* < max_senders (n above), also under speculation */
+		u32 lane = array_index_nospec(s->start + i, chan->max_senders);
 		struct lzchan_lane *l = &chan->lanes[lane];
 		struct lzchan_lane_peer *r = &rows[i];
 

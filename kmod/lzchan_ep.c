@@ -13,9 +13,10 @@
  * system (as secretmem's files are), with lzchan_fops: an endpoint's
  * mappings are then exactly its inode's, which revocation tears down with
  * unmap_mapping_range() without touching anyone else's.  The fault handler
- * (lzchan_mmap.c) inserts pages under map_sem, read; revocation sets
- * revoked under it, written, before the unmap: a fault either inserted its
- * page before (and the unmap removes it) or sees revoked and refuses.
+ * (lzchan_mmap.c) tests revoked and inserts its page under map_sem, read;
+ * revocation sets revoked, then takes and drops map_sem for writing, then
+ * unmaps: a fault either inserted its page before (and the unmap removes
+ * it) or sees revoked and refuses.
  *
  * Locks: chan->lock, then map_sem and i_mmap_rwsem (in the unmap), then
  * chan->evlock.  None of these is taken under mmap_lock except map_sem
@@ -84,7 +85,6 @@ static struct file *lzchan_ep_file(struct lzchan_chan *chan, u32 role)
 	struct lzchan_file *f;
 	struct inode *inode;
 	struct file *file;
-
 	int ret;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
@@ -131,12 +131,6 @@ out_free:
 	return file;
 }
 
-static bool lzchan_ep_role_ok(u32 role)
-{
-	return role == LZCHAN_OPEN_RECEIVER || role == LZCHAN_OPEN_SENDER ||
-	       role == LZCHAN_OPEN_PUBLISHER || role == LZCHAN_OPEN_SUBSCRIBER;
-}
-
 /* LZCHAN_IOC_GRANT: copies its own argument, since the fd it makes is
  * installed only once the caller has been told its number. */
 int lzchan_ep_grant(struct lzchan_file *f, void __user *argp)
@@ -158,10 +152,8 @@ int lzchan_ep_grant(struct lzchan_file *f, void __user *argp)
 	if (ret)
 		return ret;
 	if ((g.flags & ~LZCHAN_GRANT_FLAGS) || g.fd || g.id ||
-	    memchr_inv(g.reserved, 0, sizeof(g.reserved)) || !lzchan_ep_role_ok(g.role))
+	    memchr_inv(g.reserved, 0, sizeof(g.reserved)) || !lzchan_role_valid(g.role))
 		return -EINVAL;
-	if (!memchr(g.name, 0, sizeof(g.name)))
-		return -ENAMETOOLONG;
 
 	chan = lzchan_chan_get_for(f, g.name, -EBADFD);
 	if (IS_ERR(chan))
@@ -265,7 +257,6 @@ static void lzchan_ep_revoke_one(struct lzchan_chan *chan, struct lzchan_file *f
 		lzchan_chan_detach_locked(f, chan, false, ev);
 }
 
-
 int lzchan_ep_revoke(struct lzchan_file *f, struct lzchan_revoke *r)
 {
 	struct lzchan_chan *chan;
@@ -280,8 +271,6 @@ int lzchan_ep_revoke(struct lzchan_file *f, struct lzchan_revoke *r)
 		return -EINVAL;
 	if (all ? r->id != 0 : r->id == 0)
 		return -EINVAL;
-	if (!memchr(r->name, 0, sizeof(r->name)))
-		return -ENAMETOOLONG;
 	chan = lzchan_chan_get_for(f, r->name, -EBADFD);
 	if (IS_ERR(chan))
 		return PTR_ERR(chan);

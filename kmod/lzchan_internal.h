@@ -17,10 +17,11 @@
  * Locks, outermost first: lzchan_lock (names, namespaces, limits), then
  * chan->lock (attachments, eventfd), then -- revoking an endpoint only
  * (lzchan_ep.c) -- the endpoint's map_sem and the mm's i_mmap_rwsem and
- * page table locks (unmap_mapping_range()), then chan->evlock.  The fault
- * handler takes map_sem under mmap_lock, and nothing of ours inside it.  Neither is taken in mmap() or the
- * fault handler, and no user copy happens under either, so mmap_lock never
- * nests inside them.  Nothing long runs under either: a channel's pages are
+ * page table locks (unmap_mapping_range()), then chan->evlock.  Neither
+ * lzchan_lock nor chan->lock is taken in mmap() or the fault handler (which
+ * takes only map_sem, under mmap_lock, and nothing of ours inside it), and
+ * no user copy happens under either, so mmap_lock never nests inside
+ * them.  Nothing long runs under either: a channel's pages are
  * freed after lzchan_lock is dropped (lzchan_unlock()), a lane is scrubbed
  * with chan->lock dropped, and LIST takes no channel's lock.
  */
@@ -144,7 +145,9 @@ struct lzchan_file {
 	 * which becomes the binding's once it attaches: chan == ep_chan).
 	 * ep_node links it on ep_chan->endpoints, under ep_chan->lock.
 	 * revoked is written under both ep_chan->lock and ep_chan->evlock
-	 * (read under either) and, for the fault handler, under map_sem.
+	 * (read under either); the revocation then takes and drops map_sem
+	 * for writing, so a fault that reads it under map_sem's read side
+	 * either finished inserting before or sees it (lzchan_ep.c).
 	 */
 	struct lzchan_chan *ep_chan;	/* NULL: an open of /dev/lzchan */
 	u32 ep_role;
@@ -239,6 +242,13 @@ int lzchan_ps_mmap_area(struct lzchan_file *f, struct lzchan_chan *chan, u64 off
 static inline bool lzchan_role_ps(u32 role)
 {
 	return role == LZCHAN_OPEN_PUBLISHER || role == LZCHAN_OPEN_SUBSCRIBER;
+}
+
+/* Exactly one LZCHAN_OPEN_* role? */
+static inline bool lzchan_role_valid(u32 role)
+{
+	return role == LZCHAN_OPEN_RECEIVER || role == LZCHAN_OPEN_SENDER ||
+	       lzchan_role_ps(role);
 }
 
 /* lzchan_ep.c: endpoints */

@@ -343,8 +343,8 @@ int lzchan_dev_features(struct lzchan_features *out);
  * The channel's owner may revoke it: the holder's handle then fails as one
  * whose peer departed (-EPIPE, on every call; a receiver's with *lane
  * LZCHAN_LANE_NONE, nobody's end of stream; the call that meets the
- * revocation inside an inline receive may say -EIO), and its lane ends as
- * a departure.
+ * revocation while a receive takes from its span may say -EIO), and its
+ * lane ends as a departure.
  *
  * On the shm backend the nearest thing is the channel file itself:
  * lzchan_grant() opens it anew (O_RDWR, its own open file description),

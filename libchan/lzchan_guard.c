@@ -331,15 +331,14 @@ void *__lzchan_dev_map(struct lzchan *ch, uint64_t off, uint64_t len, int prot)
 	 * ends before it (our close must not unmap what is not ours): what
 	 * lies past it, ours, goes now.  (The handle fails either way.) */
 	{
-		int e = errno;
 		char *hole = (char *)ch->map_base + off;
-
-		void *p = mmap(hole, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		int e = errno;
+		void *q = mmap(hole, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 			       MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 
-		if (p != hole) {
-			if (p != MAP_FAILED)	/* a kernel that took it as a hint */
-				munmap(p, (size_t)len);
+		if (q != hole) {
+			if (q != MAP_FAILED)	/* a kernel that took it as a hint */
+				munmap(q, (size_t)len);
 			munmap(hole + len, ch->map_len - off - len);
 			ch->map_len = off;
 		}
