@@ -382,7 +382,7 @@ static struct lzchan_shm_rx *lzchan_shm_rx(struct lzchan_chan *chan)
 
 static struct lzchan_shm_rx_lane *lzchan_shm_rx_lane(struct lzchan_chan *chan, u32 i)
 {
-	return chan->krx + chan->layout.rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE;
+	return chan->krx + chan->layout.rx_lanes + (size_t)i * chan->layout.rx_lane_stride;
 }
 
 /* Kernel address of byte @off of lane @i's area (never crosses a page for
@@ -408,13 +408,16 @@ static int lzchan_layout_init(struct lzchan_chan *chan, u64 *bytes)
 	u64 info, rx, bell, lane;
 
 	l->info_lanes = sizeof(struct lzchan_shm_hdr);
-	l->rx_lanes = LZCHAN_CTRL_STRIDE;
+	/* Each lane's rx words on a page of their own, which only that
+	 * lane's sender may map (lzchan_mmap()); the header on the first. */
+	l->rx_lanes = PAGE_SIZE;
+	l->rx_lane_stride = PAGE_SIZE;
 	l->lane_slots = sizeof(struct lzchan_shm_tx);
 
 	/* Bounded by the geometry limits: no term can overflow 64 bits. */
 	info = PAGE_ALIGN(l->info_lanes +
 			  (u64)chan->max_senders * sizeof(struct lzchan_shm_lane));
-	rx = PAGE_ALIGN(l->rx_lanes + (u64)chan->max_senders * LZCHAN_CTRL_STRIDE);
+	rx = l->rx_lanes + (u64)chan->max_senders * l->rx_lane_stride;
 	bell = PAGE_ALIGN(DIV_ROUND_UP(chan->max_senders, 64) * sizeof(u64));
 	lane = PAGE_ALIGN(l->lane_slots + (u64)chan->slot_count * chan->slot_size);
 
@@ -1361,6 +1364,22 @@ int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd)
 	return revoked ? -EKEYREVOKED : 0;
 }
 
+/* Signal the receiver's eventfd, if it has one: 1 if it did, else 0. */
+static int lzchan_chan_signal_rx(struct lzchan_chan *chan)
+{
+	int ret = 0;
+
+	atomic64_inc(&chan->wake_requests);
+	spin_lock(&chan->evlock);
+	if (chan->evctx) {
+		lzchan_eventfd_signal(chan->evctx);
+		atomic64_inc(&chan->wakeups);
+		ret = 1;
+	}
+	spin_unlock(&chan->evlock);
+	return ret;
+}
+
 int lzchan_chan_wake(struct lzchan_file *f)
 {
 	struct lzchan_chan *chan = lzchan_file_chan(f);
@@ -1372,25 +1391,20 @@ int lzchan_chan_wake(struct lzchan_file *f)
 		return lzchan_ps_wake(f, chan);
 	if (f->role != LZCHAN_OPEN_SENDER)
 		return -EPERM;
-	atomic64_inc(&chan->wake_requests);
-	spin_lock(&chan->evlock);
-	if (chan->evctx) {
-		lzchan_eventfd_signal(chan->evctx);
-		atomic64_inc(&chan->wakeups);
-		ret = 1;
-	} else if (!READ_ONCE(chan->rx_attached)) {	/* WRITE_ONCE under chan->lock */
+	ret = lzchan_chan_signal_rx(chan);
+	if (!ret && !READ_ONCE(chan->rx_attached))	/* WRITE_ONCE under chan->lock */
 		ret = -EPIPE;
-	}
-	spin_unlock(&chan->evlock);
 	return ret;
 }
 
 /*
  * Ring the bell for the caller's lane: the receiver stopped polling it
  * (its sleepy word is odd) and finds it again by the bit that moved.  The
- * bell is mapped read-only to everyone, so a co-sender can neither ring
- * nor undo another lane's bit; a sender that rings its own twice only
- * delays its own lane.
+ * bell is mapped read-only to the receiver alone, so a co-sender can
+ * neither ring nor undo another lane's bit; a sender that rings its own
+ * twice only delays its own lane.  A receiver parked by now is woken
+ * here: the sender does not read the rx header (its lane's copy of the
+ * park word moves only for the lanes the receiver polls).
  */
 int lzchan_chan_ring(struct lzchan_file *f)
 {
@@ -1419,6 +1433,16 @@ int lzchan_chan_ring(struct lzchan_file *f)
 	}
 	if (lzchan_file_is_ep(f))
 		spin_unlock(&chan->evlock);
+	if (ret)
+		return ret;
+	/*
+	 * After the bit (the fully ordered xor above): pairs with the
+	 * receiver's store of parked, then its heavy barrier, then its load
+	 * of the bell before it sleeps (libchan's __lz_park()): it sees our
+	 * bit, or we see it parked.
+	 */
+	if (READ_ONCE(lzchan_shm_rx(chan)->parked) & 1)
+		ret = lzchan_chan_signal_rx(chan);
 	return ret;
 }
 

@@ -108,9 +108,18 @@ int lzchan_mmap(struct file *file, struct vm_area_struct *vma)
 	} else if (lzchan_range_in(off, len, l->info_off, l->info_size)) {
 		writable = false;
 	} else if (lzchan_range_in(off, len, l->rx_off, l->rx_size)) {
+		/* A sender maps only the page of its own lane's rx words: the
+		 * header and the other lanes' pages are the receiver's. */
+		if (!rx && (off != l->rx_off + l->rx_lanes + (u64)f->lane * l->rx_lane_stride ||
+			    len != PAGE_SIZE))
+			return -EACCES;
 		writable = rx;
 	} else if (lzchan_range_in(off, len, l->bell_off, l->bell_size)) {
-		writable = false;	/* the kernel rings it (LZCHAN_IOC_RING) */
+		/* The kernel rings it (LZCHAN_IOC_RING); only the receiver
+		 * reads it. */
+		if (!rx)
+			return -EACCES;
+		writable = false;
 	} else if (off >= l->lanes_off) {
 		lane = div64_u64(off - l->lanes_off, l->lane_stride);
 		if (lane >= chan->max_senders ||

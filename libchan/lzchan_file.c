@@ -120,12 +120,15 @@ void __lzchan_shm_layout(struct lzchan_layout *l, uint32_t slot_size,
 #define PG(x) (((x) + page - 1) / page * page)
 	memset(l, 0, sizeof(*l));
 	l->info_lanes = sizeof(struct lzchan_shm_hdr);
-	l->rx_lanes = LZCHAN_CTRL_STRIDE;
+	/* Each lane's rx words on a page of their own, as the module has
+	 * them (there only that lane's sender maps its page). */
+	l->rx_lanes = page;
+	l->rx_lane_stride = page;
 	l->lane_slots = sizeof(struct lzchan_shm_tx);
 	l->info_off = 0;
 	l->info_size = PG(l->info_lanes + (uint64_t)max_senders * sizeof(struct lzchan_shm_lane));
 	l->rx_off = l->info_size;
-	l->rx_size = PG(l->rx_lanes + (uint64_t)max_senders * LZCHAN_CTRL_STRIDE);
+	l->rx_size = l->rx_lanes + (uint64_t)max_senders * l->rx_lane_stride;
 	l->bell_off = l->rx_off + l->rx_size;
 	l->bell_size = PG((max_senders + 63) / 64 * 8);
 	l->lanes_off = l->bell_off + l->bell_size;

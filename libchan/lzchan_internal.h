@@ -190,7 +190,9 @@ struct lzchan {
  */
 #define LOCK_BASE		(1LL << 40)
 #define SHM_FILE_MAGIC		0x6c7a6366U	/* "lzcf" */
-#define SHM_FILE_VERSION	2	/* 2: attn kept (LZCHAN_ABI_VERSION 2) */
+#define SHM_FILE_VERSION	3	/* 2: attn kept (LZCHAN_ABI_VERSION 2);
+					 * 3: a page a lane's rx words, with
+					 * the park word's copy (ABI 4) */
 
 struct __lzchan_shm_file {
 	uint32_t magic;		/* stored last, with release order */
@@ -356,6 +358,13 @@ static inline bool __lzchan_woken(struct lzchan *ch)
 	 * exchange, pairing with the release store in lzchan_wake(). */
 	return __lzchan_unlikely(__lz_load(&ch->wake_req)) &&
 	       __atomic_exchange_n(&ch->wake_req, 0, __ATOMIC_ACQUIRE);
+}
+
+/* Lane @i's rx words (shm; a receiver's handle).  A dev sender has only
+ * its own, mapped alone (f.my_rxl). */
+static inline struct lzchan_shm_rx_lane *__lzchan_rxl(const struct lzchan *ch, uint32_t i)
+{
+	return (struct lzchan_shm_rx_lane *)(ch->rx_lanes + (size_t)i * ch->layout.rx_lane_stride);
 }
 
 static inline struct lzchan_slot_hdr *__lzchan_slot(const struct lzchan *ch,

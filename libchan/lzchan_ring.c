@@ -538,8 +538,11 @@ static void __lz_tx_attn(struct lzchan *ch)
 		__lzchan_ring(ch);
 		ch->f.rung_sleepy = sleepy;
 	}
-	/* Relaxed: ordered after attn by its acquire. */
-	parked = __lz_load(&ch->f.rx->parked);
+	/* Our lane's copy of the park word (a dev sender maps no rx
+	 * header); relaxed: ordered after attn by its acquire.  A receiver
+	 * that parked without moving our attn (our lane was sleepy) is woken
+	 * by the ring above (__lzchan_ring()). */
+	parked = __lz_load(&ch->f.my_rxl->parked);
 	if ((parked & 1) && parked != ch->f.woken_parked) {
 		__lzchan_wake(ch, parked);
 		owed = ch->f.woken_parked != parked;	/* not reached: again */
@@ -1027,13 +1030,16 @@ void __lzchan_rx_publish_all(struct lzchan *ch)
 
 /*
  * Lane @rxl's sender must look closer: we just stored its sleepy, or
- * rx->parked, or rx_status (GONE).  Release: pairs with the acquire load of
- * attn in __lz_tx_attn(), which then sees that store.  Only the receiver
- * (and the module, once it is gone) writes attn: the relaxed load is our
- * own last store.
+ * rx->parked, or rx_status (GONE).  The lane's copy of parked goes first
+ * (the sender reads that, not rx->parked: ABI 4).  Release: pairs with the
+ * acquire load of attn in __lz_tx_attn(), which then sees those stores.
+ * Only the receiver (and the module, once it is gone) writes attn: the
+ * relaxed load is our own last store.
  */
-static inline void __lz_rx_attn(struct lzchan_shm_rx_lane *rxl)
+static inline void __lz_rx_attn(struct lzchan *ch, struct lzchan_shm_rx_lane *rxl)
 {
+	/* Relaxed: published by the release store of attn below. */
+	__lz_store(&rxl->parked, ch->parked);
 	__lz_store_rel(&rxl->attn, __lz_load(&rxl->attn) + 1);
 }
 
@@ -1045,7 +1051,7 @@ void __lzchan_rx_attn_active(struct lzchan *ch)
 	uint32_t k;
 
 	for (k = 0; k < ch->f.nactive; k++)
-		__lz_rx_attn(ch->f.lanes[ch->f.active[k]].rxl);
+		__lz_rx_attn(ch, ch->f.lanes[ch->f.active[k]].rxl);
 }
 
 /* Gone (shm; the module does it on the dev backend): every sender. */
@@ -1054,7 +1060,7 @@ void __lzchan_rx_attn_all(struct lzchan *ch)
 	uint32_t i;
 
 	for (i = 0; i < ch->f.max_senders; i++)
-		__lz_rx_attn(ch->f.lanes[i].rxl);
+		__lz_rx_attn(ch, ch->f.lanes[i].rxl);
 }
 
 /* Take back the inline "empty" verdicts granted and not yet given (see
@@ -1075,14 +1081,14 @@ void __lzchan_rx_quiet_revoke(struct lzchan *ch)
  * send sees "sleepy" and rings the bell; marked only later (by
  * __lz_active_del()), a single message sent in between waited for a scan.
  */
-static void __lz_rx_sleepy_before_ack(struct __lzchan_rxlane *rl)
+static void __lz_rx_sleepy_before_ack(struct lzchan *ch, struct __lzchan_rxlane *rl)
 {
 	if (rl->sleepy & 1)
 		return;
 	rl->sleepy++;
 	/* Relaxed: published by the release stores of attn and close_ack. */
 	__lz_store(&rl->rxl->sleepy, rl->sleepy);
-	__lz_rx_attn(rl->rxl);
+	__lz_rx_attn(ch, rl->rxl);
 }
 
 static void __lz_active_add(struct lzchan *ch, uint32_t i)
@@ -1112,7 +1118,7 @@ static void __lz_active_add(struct lzchan *ch, uint32_t i)
 		/* Relaxed: a hint for the sender; messages are found by seq.
 		 * Published by the release store of attn. */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
-		__lz_rx_attn(rl->rxl);
+		__lz_rx_attn(ch, rl->rxl);
 	}
 	ch->f.active[ch->f.nactive++] = i;
 }
@@ -1128,7 +1134,7 @@ static void __lz_active_del(struct lzchan *ch, uint32_t k, uint32_t state)
 		 * __lzchan_heavy_barrier() follows before we rely on senders
 		 * having seen attn (see __lz_rx_sleep()). */
 		__lz_store(&rl->rxl->sleepy, rl->sleepy);
-		__lz_rx_attn(rl->rxl);
+		__lz_rx_attn(ch, rl->rxl);
 	}
 	ch->f.active[k] = ch->f.active[--ch->f.nactive];
 	if (ch->f.rr >= ch->f.nactive)
@@ -1214,7 +1220,7 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 				rl->sleepy++;
 				/* Relaxed: published by the release of attn. */
 				__lz_store(&rl->rxl->sleepy, rl->sleepy);
-				__lz_rx_attn(rl->rxl);
+				__lz_rx_attn(ch, rl->rxl);
 			}
 			if (LZCHAN_STATUS_STATE(st) == LZCHAN_LANE_CLOSED)
 				rl->state = __LZ_RL_DONE;
@@ -1380,7 +1386,7 @@ static int __lz_rx_empty(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 	rl->peek = rl->head = pos;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);
-	__lz_rx_sleepy_before_ack(rl);
+	__lz_rx_sleepy_before_ack(ch, rl);
 	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
 	 * claimer's): the lane is drained before it may be given away. */
 	__lz_store_rel(&rl->rxl->close_ack, rl->gen);
@@ -1493,7 +1499,7 @@ static int __lz_rx_broken(struct lzchan *ch, uint32_t i, struct lzchan_msg *m)
 		return -EBADMSG;
 	rl->state = __LZ_RL_DONE;
 	__lz_rx_publish(ch, rl, true);
-	__lz_rx_sleepy_before_ack(rl);
+	__lz_rx_sleepy_before_ack(ch, rl);
 	/* Pairs with the module's smp_load_acquire(&close_ack) (or a shm
 	 * claimer's acquire load): we are done with the lane, and our head
 	 * is published, before it may be scrubbed and given away. */

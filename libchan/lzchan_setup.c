@@ -99,19 +99,26 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		bell = base + l->bell_off;
 	} else {
 		info = __lzchan_dev_map(ch, l->info_off, l->info_size, PROT_READ);
-		rxa = __lzchan_dev_map(ch, l->rx_off, l->rx_size,
-				       rx ? PROT_READ | PROT_WRITE : PROT_READ);
-		/* The module rings it for us (LZCHAN_IOC_RING). */
-		bell = __lzchan_dev_map(ch, l->bell_off, l->bell_size, PROT_READ);
-		if (!info || !rxa || !bell)
+		if (!info)
 			return -errno;
+		/* A sender maps neither the rx header and the other lanes'
+		 * rx pages nor the bell (the module refuses them): only its
+		 * own lane's rx page, below.  The module rings the bell for
+		 * it (LZCHAN_IOC_RING) and wakes a parked receiver there. */
+		rxa = bell = NULL;
+		if (rx) {
+			rxa = __lzchan_dev_map(ch, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
+			bell = __lzchan_dev_map(ch, l->bell_off, l->bell_size, PROT_READ);
+			if (!rxa || !bell)
+				return -errno;
+		}
 	}
 	ch->f.hdr = (struct lzchan_shm_hdr *)info;
 	ch->lane_info = (struct lzchan_shm_lane *)(info + l->info_lanes);
 	ch->f.rx = (struct lzchan_shm_rx *)rxa;
-	ch->rx_lanes = rxa + l->rx_lanes;
+	ch->rx_lanes = rxa ? rxa + l->rx_lanes : NULL;
 	ch->bell = (uint64_t *)bell;
-	ch->wake_word = (uint32_t *)(bell + l->bell_size - LZCHAN_BELL_WAKE_BACK);
+	ch->wake_word = bell ? (uint32_t *)(bell + l->bell_size - LZCHAN_BELL_WAKE_BACK) : NULL;
 	ch->bell_words = (ch->f.max_senders + 63) / 64;
 
 	if (rx) {
@@ -129,8 +136,7 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 			if (!lane)
 				return -errno;
 			ch->f.lanes[i].slots = lane + l->lane_slots;
-			ch->f.lanes[i].rxl = (struct lzchan_shm_rx_lane *)
-				(ch->rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE);
+			ch->f.lanes[i].rxl = __lzchan_rxl(ch, i);
 			ch->f.lanes[i].info = &ch->lane_info[i];
 		}
 	} else if (!base) {
@@ -138,13 +144,16 @@ static int __lzchan_map_areas(struct lzchan *ch, char *base)
 		 * claimed after mapping; __lzchan_shm_open() points at it.) */
 		char *lane = __lzchan_dev_map(ch, l->lanes_off + ch->lane * l->lane_stride,
 					      l->lane_size, PROT_READ | PROT_WRITE);
+		/* Our lane's rx words, alone on their page. */
+		char *rxl = __lzchan_dev_map(ch, l->rx_off + l->rx_lanes +
+					     (uint64_t)ch->lane * l->rx_lane_stride,
+					     (uint64_t)sysconf(_SC_PAGESIZE), PROT_READ);
 
-		if (!lane)
+		if (!lane || !rxl)
 			return -errno;
 		ch->f.tx = (struct lzchan_shm_tx *)lane;
 		ch->f.slots = lane + l->lane_slots;
-		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)
-			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
+		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)rxl;
 		ch->cont = calloc((ch->f.slot_count + 7) / 8, 1);
 		if (!ch->cont)
 			return -ENOMEM;
@@ -701,8 +710,7 @@ static int __lzchan_shm_attach_fd(struct lzchan *ch, const struct stat *made, bo
  * lzchan_lane_reusable()). */
 static bool __lzchan_shm_lane_reusable(struct lzchan *ch, uint32_t i, uint32_t gen)
 {
-	struct lzchan_shm_rx_lane *rxl =
-		(void *)(ch->rx_lanes + (size_t)i * LZCHAN_CTRL_STRIDE);
+	struct lzchan_shm_rx_lane *rxl = __lzchan_rxl(ch, i);
 	char *slots = (char *)ch->map_base + sysconf(_SC_PAGESIZE) +
 		      ch->layout.lanes_off + i * ch->layout.lane_stride + ch->layout.lane_slots;
 	uint32_t head;
@@ -935,8 +943,7 @@ static int __lzchan_shm_start(struct lzchan *ch, const char *path)
 
 		ch->f.tx = (struct lzchan_shm_tx *)lane;
 		ch->f.slots = lane + ch->layout.lane_slots;
-		ch->f.my_rxl = (struct lzchan_shm_rx_lane *)
-			(ch->rx_lanes + (size_t)ch->lane * LZCHAN_CTRL_STRIDE);
+		ch->f.my_rxl = __lzchan_rxl(ch, ch->lane);
 		/* Make ourselves known to a receiver that is there (a later
 		 * one hears from us at the first wake it is owed).  Pairs
 		 * with the receiver's release store of rx_status. */

@@ -200,7 +200,7 @@ static int __lz_shm_describe(int dirfd, const char *fname, const char *name,
 		if (!ls || i >= n)
 			continue;
 		ret = __lz_pread(fd, &rxl, sizeof(rxl), base + h.layout.rx_off +
-				 h.layout.rx_lanes + (uint64_t)i * LZCHAN_CTRL_STRIDE);
+				 h.layout.rx_lanes + (uint64_t)i * h.layout.rx_lane_stride);
 		if (ret)
 			goto fail;
 		memset(&ls[i], 0, sizeof(ls[i]));

@@ -61,16 +61,27 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 
 /*
  * Ring the bell: toggle our lane's bit, for a receiver that stopped
- * polling the lane.  dev: the module toggles it (LZCHAN_IOC_RING: only it
- * writes the bell, so no co-sender can ring or undo ours), with a fully
- * ordered atomic after our stores; shm: a locked RMW here.  Either pairs
- * with the receiver's acquire load of the bell word (__lz_rx_bell_words()).
+ * polling the lane, then wake it if it parked.  dev: the module does both
+ * (LZCHAN_IOC_RING: only it writes the bell, so no co-sender can ring or
+ * undo ours, and only it reads the rx header), with a fully ordered atomic
+ * after our stores; shm: a locked RMW here, then the park word.  Either
+ * pairs with the receiver's acquire load of the bell word
+ * (__lz_rx_bell_words()); the park word, with its store of parked, heavy
+ * barrier, then look at the bell before it sleeps (__lz_prepare_park()):
+ * it sees our bit, or we see it parked.  A parked receiver does not move
+ * the attn of a lane it does not poll, so its copy there says nothing.
  */
 void __lzchan_ring(struct lzchan *ch)
 {
-	if (ch->backend == LZCHAN_BACKEND_DEV)
+	uint32_t parked;
+
+	if (ch->backend == LZCHAN_BACKEND_DEV) {
 		(void)ioctl(ch->fd, LZCHAN_IOC_RING);	/* fails only unbound */
-	else
-		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
-				   __ATOMIC_SEQ_CST);
+		return;
+	}
+	__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64), __ATOMIC_SEQ_CST);
+	/* Relaxed: after the seq_cst RMW above, which orders it. */
+	parked = __lz_load(&ch->f.rx->parked);
+	if ((parked & 1) && parked != ch->f.woken_parked)
+		__lzchan_wake(ch, parked);
 }

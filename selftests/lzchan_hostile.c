@@ -63,11 +63,13 @@ static char *hostile_map(const char *name, struct lzchan_layout *l, uint64_t **b
 		*lane = o.lane;
 		*bell = NULL;
 		hostile_fd = fd;
-		p = mmap(NULL, l->rx_size, PROT_READ, MAP_SHARED, fd, l->rx_off);
+		/* Our lane's rx page, all a sender may map of the rx area. */
+		p = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd,
+			 l->rx_off + l->rx_lanes + (uint64_t)o.lane * l->rx_lane_stride);
 		if (p == MAP_FAILED)
 			return NULL;
 		/* The receiver's published head for our lane: where to forge. */
-		*head = (volatile uint32_t *)(p + l->rx_lanes + o.lane * LZCHAN_CTRL_STRIDE);
+		*head = (volatile uint32_t *)p;
 		p = mmap(NULL, l->lane_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 			 l->lanes_off + o.lane * l->lane_stride);
 		return p == MAP_FAILED ? NULL : p;
@@ -296,13 +298,14 @@ static int burner_attach(struct burner *b, const char *name, uint32_t backend)
 		b->len[0] = in.layout.lane_size;
 		b->map[0] = lz_map(fd, in.layout.lanes_off + b->lane * in.layout.lane_stride,
 				   b->len[0], PROT_READ | PROT_WRITE);
-		b->len[1] = in.layout.rx_size;
-		b->map[1] = lz_map(fd, in.layout.rx_off, b->len[1], PROT_READ);
+		/* Our lane's rx page, all a sender may map of the rx area. */
+		b->len[1] = sysconf(_SC_PAGESIZE);
+		b->map[1] = lz_map(fd, in.layout.rx_off + in.layout.rx_lanes +
+				   (uint64_t)b->lane * in.layout.rx_lane_stride, b->len[1], PROT_READ);
 		if (!b->map[0] || !b->map[1])
 			return -errno;
 		slots = (char *)b->map[0] + in.layout.lane_slots;
-		rxl = (volatile uint32_t *)((char *)b->map[1] + in.layout.rx_lanes +
-					    b->lane * LZCHAN_CTRL_STRIDE);
+		rxl = (volatile uint32_t *)b->map[1];
 	} else {
 		long page = sysconf(_SC_PAGESIZE);
 		uint64_t info, rx, bell, lane;
@@ -335,7 +338,7 @@ static int burner_attach(struct burner *b, const char *name, uint32_t backend)
 		 * (lzchan_file.c, __lzchan_shm_layout()). */
 #define PG(x) (((x) + page - 1) / page * page)
 		info = PG(sizeof(struct lzchan_shm_hdr) + (uint64_t)senders * 64);
-		rx = PG(LZCHAN_CTRL_STRIDE + (uint64_t)senders * LZCHAN_CTRL_STRIDE);
+		rx = page + (uint64_t)senders * page;	/* a page a lane's rx words */
 		bell = PG((senders + 63) / 64 * 8);
 		lane = PG(sizeof(struct lzchan_shm_tx) + (uint64_t)N * S);
 #undef PG
@@ -343,8 +346,8 @@ static int burner_attach(struct burner *b, const char *name, uint32_t backend)
 			return -EPROTO;
 		slots = (char *)b->map[0] + page + info + rx + bell + lane * b->lane +
 			sizeof(struct lzchan_shm_tx);
-		rxl = (volatile uint32_t *)((char *)b->map[0] + page + info + LZCHAN_CTRL_STRIDE +
-					    b->lane * LZCHAN_CTRL_STRIDE);
+		rxl = (volatile uint32_t *)((char *)b->map[0] + page + info + page +
+					    (uint64_t)b->lane * page);
 	}
 	b->S = S;
 	b->N = N;

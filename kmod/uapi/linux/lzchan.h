@@ -32,8 +32,13 @@
  * 3: the bell area is the kernel's: every party maps it read-only, and a
  * sender rings its own lane's bit with LZCHAN_IOC_RING, so no sender can
  * ring or undo another lane's.
+ * 4: each lane's receiver-written words (lzchan_shm_rx_lane) on a page of
+ * their own (lzchan_layout.rx_lane_stride), which only that lane's sender
+ * maps, with a copy of the receiver's park word (parked); a sender maps
+ * neither the rx header nor the bell, and LZCHAN_IOC_RING wakes a parked
+ * receiver.
  */
-#define LZCHAN_ABI_VERSION	3
+#define LZCHAN_ABI_VERSION	4
 
 #define LZCHAN_IOC_MAGIC	0xC1
 
@@ -49,7 +54,7 @@
 #define LZCHAN_SLOT_COUNT_MAX	(1U << 24)
 #define LZCHAN_SENDERS_MAX	4096
 
-/* Control words that different parties write are this far apart. */
+/* Control words that different parties write are at least this far apart. */
 #define LZCHAN_CTRL_STRIDE	128
 
 /* ------------------------------------------------------------------ */
@@ -257,11 +262,17 @@ struct lzchan_chan_stat {
  * The mmap layout: byte offsets (page-aligned) to pass to mmap() and sizes.
  * Each area must be mapped on its own, MAP_SHARED, within its bounds.
  *
- *   area    receiver   sender of lane i
- *   info    read       read            written by the kernel only
- *   rx      read/write read            the receiver's control lines
- *   bell    read       read            the doorbell words (LZCHAN_IOC_RING)
- *   lane j  read       read/write if j == i, else not mappable
+ *   area       receiver   sender of lane i
+ *   info       read       read           written by the kernel only
+ *   rx         read/write not mappable   the receiver's control lines
+ *   rx page j  read/write read if j == i, else not mappable
+ *   bell       read       not mappable   the doorbell words (LZCHAN_IOC_RING)
+ *   lane j     read       read/write if j == i, else not mappable
+ *
+ * "rx page j" is the page of the rx area that holds lane j's
+ * lzchan_shm_rx_lane (at rx_off + rx_lanes + j * rx_lane_stride): since
+ * ABI 4 each lane's are alone on their page (rx_lane_stride is the page
+ * size), so a sender reads only what the receiver writes for it.
  */
 struct lzchan_layout {
 	__u64 info_off;
@@ -276,7 +287,9 @@ struct lzchan_layout {
 	__u32 info_lanes;		/* offset of lzchan_shm_lane[0] in info */
 	__u32 rx_lanes;			/* offset of lzchan_shm_rx_lane[0] in rx */
 	__u32 lane_slots;		/* offset of slot 0 in a lane area */
-	__u32 reserved0;
+	__u32 rx_lane_stride;		/* lane i's lzchan_shm_rx_lane at rx_lanes
+					 * + i * rx_lane_stride in rx (ABI 4:
+					 * the page size) */
 	__u64 reserved[2];
 };
 
@@ -592,7 +605,12 @@ struct lzchan_lanes {
  * LZCHAN_IOC_RING (sender fd, no argument): toggle the caller's lane bit
  * in the bell area (a fully ordered atomic: the caller's earlier stores
  * are seen before it).  Only the kernel writes the bell, and only this
- * lane's bit for this fd.  EPERM: a receiver's fd; EBADFD: unbound.
+ * lane's bit for this fd.  Then, since ABI 4, if the receiver's park word
+ * (lzchan_shm_rx.parked, loaded after the bit) is odd, signal its eventfd
+ * as LZCHAN_IOC_WAKE would: a sender never reads the rx header, and a
+ * receiver that parks after its last look at the bell finds the bit when
+ * woken.  Returns 1 if an eventfd was signalled, else 0.  EPERM: a
+ * receiver's fd; EBADFD: unbound.
  */
 
 /* ------------------------------------------------------------------ */
@@ -649,7 +667,11 @@ struct lzchan_shm_lane {
 #define LZCHAN_LANE_ATTACHED	1
 #define LZCHAN_LANE_CLOSED	2	/* sender gone; drain, then ack */
 
-/* rx area, written by the receiver, read by the senders and the kernel. */
+/*
+ * rx area, written by the receiver: this header, read by the kernel (and,
+ * on libchan's shared-memory backend, by the senders), then one
+ * lzchan_shm_rx_lane a lane, each read by its lane's sender.
+ */
 struct lzchan_shm_rx {
 	__u32 parked;			/* nonzero while the receiver sleeps */
 	__u32 armed;			/* libchan's shm backend: the receiver
@@ -666,9 +688,16 @@ struct lzchan_shm_rx {
  * attn (ABI 2) is the only receiver-written word a sender loads on every
  * send: it changes (any new value; it only counts) whenever the sender must
  * look closer -- the receiver stopped polling this lane (sleepy), it is
- * about to sleep (lzchan_shm_rx.parked), or it went (rx_status GONE).  It
- * is stored after the word it announces, with release order; the
- * memory-ordering argument is in Documentation/libchan/design.rst.
+ * about to sleep (parked), or it went (rx_status GONE).  It is stored after
+ * the word it announces, with release order; the memory-ordering argument
+ * is in Documentation/libchan/design.rst.
+ *
+ * parked (ABI 4) is lzchan_shm_rx.parked as the receiver last stored it
+ * before moving this lane's attn: a sender that sees attn move reads the
+ * receiver's park state here, on its own page.  A receiver that parks
+ * moves the attn of the lanes it polls; a lane it does not poll (sleepy)
+ * is woken through its bell instead (LZCHAN_IOC_RING wakes a parked
+ * receiver).
  */
 struct lzchan_shm_rx_lane {
 	__u32 head;			/* messages consumed (lazily published) */
@@ -679,13 +708,14 @@ struct lzchan_shm_rx_lane {
 					 * lane up (-EBADMSG): its sender's full
 					 * ring then says -EBADMSG too */
 	__u32 attn;			/* see above (ABI 2) */
-	__u32 pad1[12];
-};					/* 128 bytes, one per lane */
+	__u32 parked;			/* see above (ABI 4) */
+	__u32 pad1[11];
+};					/* 128 bytes, one a lane, each at
+					 * the start of a page (ABI 4) */
 
 /*
  * bell area: bit i of word i/64 is toggled for lane i's sender, by the
- * kernel (LZCHAN_IOC_RING, sender fd, no argument: 0, or EPERM for a
- * receiver's fd, EBADFD for an unbound one; since ABI 3) or, on libchan's
+ * kernel (LZCHAN_IOC_RING, sender fd, no argument; since ABI 3) or, on libchan's
  * shared-memory backend, by the sender itself; the last 64
  * bytes (at bell_size - LZCHAN_BELL_WAKE_BACK) hold a counter that senders
  * increment before a futex wake (libchan's shared-memory backend), so that
