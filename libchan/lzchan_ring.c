@@ -1043,9 +1043,10 @@ static inline void __lz_rx_attn(struct lzchan *ch, struct lzchan_shm_rx_lane *rx
 	__lz_store_rel(&rxl->attn, __lz_load(&rxl->attn) + 1);
 }
 
-/* About to park: every polled lane's sender must look at rx->parked (the
- * others' attn moved when they went sleepy; a sender that since rang
- * their bell is found by the look at the bell before we sleep). */
+/* About to park: every polled lane's sender must look at its copy of
+ * parked (the others' attn moved when they went sleepy; a sender that
+ * since rang their bell is found by the look at the bell before we sleep,
+ * or wakes us in the ring: __lzchan_ring()). */
 void __lzchan_rx_attn_active(struct lzchan *ch)
 {
 	uint32_t k;

@@ -6,7 +6,9 @@
  * floors"): nothing here calls another file of libchan.
  *
  * The store->load race (Dekker): a sender stores a message's seq then loads
- * rx->parked; the receiver stores rx->parked then loads the seqs.  Without a
+ * its lane's attn (and, if it moved, the copy of parked stored before it);
+ * the receiver stores parked and the polled lanes' attn, then loads the
+ * seqs.  Without a
  * full barrier on both sides each could miss the other's store and the
  * receiver would sleep on a message.  We put the whole cost on the parking
  * side: senders register for MEMBARRIER_CMD_GLOBAL_EXPEDITED once, and keep
