@@ -1639,6 +1639,21 @@ static void lzchan_stat_hide(struct lzchan_chan_stat *st)
 	st->flags |= LZCHAN_STAT_HIDDEN;
 }
 
+/*
+ * The channel as a bound file sees it (LZCHAN_IOC_INFO, fdinfo).  A
+ * channel's sender sees no activity (LZCHAN_STAT_HIDDEN, as LIST shows a
+ * channel to a caller who may not read it): the receiver's park word is
+ * in the rx header, and the other lanes' traffic is theirs -- a sender,
+ * and above all a sender endpoint, reads nothing of either.
+ */
+void lzchan_file_stat(struct lzchan_file *f, struct lzchan_chan *chan,
+		      struct lzchan_chan_stat *st)
+{
+	lzchan_chan_stat(chan, st);
+	if (!chan->pubsub && f->role == LZCHAN_OPEN_SENDER)
+		lzchan_stat_hide(st);
+}
+
 int lzchan_chan_list(struct lzchan_list *l)
 {
 	const size_t min_entry = offsetofend(struct lzchan_chan_stat, messages);
@@ -1742,7 +1757,7 @@ void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
 		seq_puts(m, "lzchan-role:\tunbound\n");
 		return;
 	}
-	lzchan_chan_stat(chan, &st);
+	lzchan_file_stat(f, chan, &st);
 	seq_printf(m, "lzchan-channel:\t%s\n", st.name[0] ? st.name : "(unlinked)");
 	seq_printf(m, "lzchan-role:\t%s\n", lzchan_role_name(f->role));
 	if (f->role == LZCHAN_OPEN_SENDER)

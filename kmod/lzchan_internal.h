@@ -195,6 +195,8 @@ int lzchan_chan_unlink(struct lzchan_unlink *u);
 int lzchan_chan_list(struct lzchan_list *l);
 void lzchan_chan_release_file(struct lzchan_file *f);
 void lzchan_chan_stat(struct lzchan_chan *chan, struct lzchan_chan_stat *st);
+void lzchan_file_stat(struct lzchan_file *f, struct lzchan_chan *chan,
+		      struct lzchan_chan_stat *st);
 int lzchan_chan_set_eventfd(struct lzchan_file *f, int fd);
 int lzchan_chan_wake(struct lzchan_file *f);
 int lzchan_chan_bye(struct lzchan_file *f);

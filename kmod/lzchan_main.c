@@ -141,7 +141,7 @@ static int lzchan_ioc_info(struct lzchan_file *f, void *arg)
 	in->size = sizeof(*in);
 	in->role = f->role;
 	in->lane = f->lane;
-	lzchan_chan_stat(chan, &in->stat);
+	lzchan_file_stat(f, chan, &in->stat);
 	in->layout = chan->layout;	/* zeros for a pub/sub channel */
 	if (chan->pubsub) {
 		in->ps_layout = chan->ps_layout;

@@ -76,7 +76,9 @@ void __lzchan_ring(struct lzchan *ch)
 	uint32_t parked;
 
 	if (ch->backend == LZCHAN_BACKEND_DEV) {
-		(void)ioctl(ch->fd, LZCHAN_IOC_RING);	/* fails only unbound */
+		/* Fails only unbound, or revoked (EKEYREVOKED: our mappings
+		 * went with it, which the guard reports). */
+		(void)ioctl(ch->fd, LZCHAN_IOC_RING);
 		return;
 	}
 	__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64), __ATOMIC_SEQ_CST);

@@ -243,7 +243,8 @@ struct lzchan_chan_stat {
 
 /*
  * LZCHAN_STAT_HIDDEN: in a LIST entry, the caller may not read the channel
- * (mode bits, as for opening it as receiver): the activity fields (senders,
+ * (mode bits, as for opening it as receiver); in INFO, the fd is a
+ * channel's sender.  The activity fields (senders,
  * receiver, rx_parked, messages and the counters) read 0.  Names, ids,
  * mode, geometry and bytes are visible to every caller, as ipcs(1) shows.
  */
@@ -320,7 +321,9 @@ struct lzchan_ps_layout {
 
 /*
  * LZCHAN_IOC_INFO (bound fd): the channel, this fd's role, and the layout.
- * A pub/sub channel (stat.flags has LZCHAN_STAT_PUBSUB) has no channel
+ * A channel's sender gets no activity (LZCHAN_STAT_HIDDEN, since ABI 4): the
+ * receiver's park word and the other lanes' traffic are not a sender's to
+ * read.  A pub/sub channel (stat.flags has LZCHAN_STAT_PUBSUB) has no channel
  * layout (zeros): its areas are in ps_layout (since LZCHAN_FEAT_PUBSUB;
  * a caller that passes the shorter struct gets the channel's part).
  * Errors: EBADFD (fd not bound).
