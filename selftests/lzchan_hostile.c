@@ -757,8 +757,9 @@ static void hostile_rx_scribble(struct lzchan *rx, int give_up)
 			w = &rxl->sleepy;
 			v = rnd() % 3 ? v % 2 : v;
 			break;
-		case 5:
-			w = &f->rx->parked;
+		case 5:		/* the park word, or the lane's copy of it
+				 * (what its sender reads: ABI 4) */
+			w = rnd() % 2 ? &f->rx->parked : &rxl->parked;
 			v = rnd() % 3 ? v % 2 : v;
 			break;
 		case 6:
