@@ -4,8 +4,11 @@
  * fault, forbidden mprotect upgrades fail), bounds, lifetime after close,
  * and NUMA placement as the module reports it (LZCHAN_IOC_PLACEMENT).
  */
+#include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 
 #include <sys/personality.h>
@@ -62,12 +65,19 @@ TEST_F(chan, layout)
 	EXPECT_EQ(l->info_off + l->info_size, l->rx_off);
 	EXPECT_EQ(l->rx_off + l->rx_size, l->bell_off);
 	EXPECT_EQ(l->bell_off + l->bell_size, l->lanes_off);
-	EXPECT_EQ(0, l->rx_size % ps);
 	EXPECT_EQ(0, l->bell_size % ps);
 	EXPECT_EQ(0, l->lane_stride % ps);
 	EXPECT_LE(l->lane_slots + 64 * 64, l->lane_size);
 	EXPECT_EQ(sizeof(struct lzchan_shm_hdr), l->info_lanes);
-	EXPECT_EQ(LZCHAN_CTRL_STRIDE, l->rx_lanes);
+	/* rx (ABI 4): a header page, then one page per lane. */
+	EXPECT_EQ(ps, l->rx_lanes);
+	EXPECT_EQ(ps, l->rx_lane_stride);
+	EXPECT_EQ(ps * (1 + 4), l->rx_size);
+	EXPECT_EQ(0, l->rx_off % ps);
+	EXPECT_GE(ps, sizeof(struct lzchan_shm_rx));
+	EXPECT_GE(ps, sizeof(struct lzchan_shm_rx_lane));
+	EXPECT_EQ(0, l->reserved[0]);
+	EXPECT_EQ(0, l->reserved[1]);
 	EXPECT_EQ(sizeof(struct lzchan_shm_tx), l->lane_slots);
 	EXPECT_EQ(0, l->lane_slots % LZCHAN_CTRL_STRIDE);
 	/* Both roles see the same layout. */
@@ -116,24 +126,27 @@ TEST_F(chan, role_protections)
 	EXPECT_EQ(NULL, lz_map(self->tx, l->info_off, l->info_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 
-	/* rx: the receiver writes, senders read. */
+	/* rx: the receiver writes it all; a sender maps only its own
+	 * lane's page, read-only (sender_maps_only_its_own_rx_page). */
 	p = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, p);
 	munmap(p, l->rx_size);
 	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	p = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
-	ASSERT_NE(NULL, p);
-	munmap(p, l->rx_size);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
 
-	/* bell: only the kernel writes it (LZCHAN_IOC_RING); both read. */
+	/* bell: only the kernel writes it (LZCHAN_IOC_RING); only the
+	 * receiver reads it. */
 	EXPECT_EQ(NULL, lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	EXPECT_EQ(NULL, lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
-	EXPECT_EQ(EACCES, errno);
-	p = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ);
+	p = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
 	ASSERT_NE(NULL, p);
 	munmap(p, l->bell_size);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
 
 	/* lanes: the receiver reads all; a sender writes its own only. */
 	EXPECT_EQ(NULL, lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE));
@@ -193,15 +206,15 @@ static void store_target(void *arg)
 TEST_F(chan, forbidden_writes_fault)
 {
 	const struct lzchan_layout *l = &self->l;
-	void *info, *rx_ro, *lane_ro, *bell_ro, *tx_bell;
+	void *info, *rx_ro, *lane_ro, *bell_ro;
+	long ps = page_size();
 
 	LZ_NEED_DEV();
 	info = lz_map(self->tx, l->info_off, l->info_size, PROT_READ);
-	rx_ro = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
+	/* The sender's own rx page (lane 0). */
+	rx_ro = lz_map(self->tx, l->rx_off + l->rx_lanes, ps, PROT_READ);
 	lane_ro = lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ);
 	bell_ro = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
-	tx_bell = lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ);
-	ASSERT_NE(NULL, tx_bell);
 	ASSERT_NE(NULL, info);
 	ASSERT_NE(NULL, rx_ro);
 	ASSERT_NE(NULL, lane_ro);
@@ -215,19 +228,17 @@ TEST_F(chan, forbidden_writes_fault)
 	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
 	fault_target = bell_ro;
 	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
-	fault_target = tx_bell;		/* a sender writing the bell itself */
-	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
 
 	/* mprotect cannot upgrade any of them, nor make them executable. */
 	EXPECT_EQ(-1, mprotect(info, l->info_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	EXPECT_EQ(-1, mprotect(rx_ro, l->rx_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(-1, mprotect(rx_ro, ps, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 	EXPECT_EQ(-1, mprotect(lane_ro, l->lane_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 	EXPECT_EQ(-1, mprotect(bell_ro, l->bell_size, PROT_READ | PROT_EXEC));
 	EXPECT_EQ(EACCES, errno);
-	EXPECT_EQ(-1, mprotect(tx_bell, l->bell_size, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(-1, mprotect(bell_ro, l->bell_size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 	/* Growing a mapping is refused too. */
 	EXPECT_EQ(MAP_FAILED, mremap(info, l->info_size, l->info_size * 2, MREMAP_MAYMOVE));
@@ -269,25 +280,216 @@ TEST_F(chan, ring_toggles_only_the_callers_bit)
 	munmap(bell, l->bell_size);
 }
 
+/*
+ * A sender maps of the rx area only its own lane's page, read-only, and
+ * reads there what the receiver writes for it.  The rx header, the other
+ * lanes' pages, the whole area and the bell are the receiver's: EACCES.
+ */
+TEST_F(chan, sender_maps_only_its_own_rx_page)
+{
+	const struct lzchan_layout *l = &self->l;
+	volatile struct lzchan_shm_rx_lane *own0, *own1;
+	__u64 page0, page1;
+	__u32 lane = ~0U, k;
+	long ps = page_size();
+	char *rxa;
+	void *p;
+	int tx2;
+
+	LZ_NEED_DEV();
+	tx2 = lz_open(self->name, LZCHAN_OPEN_SENDER, &lane);
+	ASSERT_LE(0, tx2);
+	ASSERT_EQ(1, lane);		/* self->tx holds lane 0 */
+	page0 = l->rx_off + l->rx_lanes;
+	page1 = page0 + l->rx_lane_stride;
+
+	/* The receiver writes each lane's words. */
+	rxa = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, rxa);
+	for (k = 0; k < 4; k++) {
+		struct lzchan_shm_rx_lane *w =
+			(void *)(rxa + l->rx_lanes + k * l->rx_lane_stride);
+
+		w->head = 100 + k;
+		w->attn = 200 + k;
+		w->parked = 300 + k;
+	}
+
+	/* Each sender reads its own lane's, on its own page. */
+	own0 = lz_map(self->tx, page0, ps, PROT_READ);
+	ASSERT_NE(NULL, own0) TH_LOG("mmap: %s", strerror(errno));
+	own1 = lz_map(tx2, page1, ps, PROT_READ);
+	ASSERT_NE(NULL, own1) TH_LOG("mmap: %s", strerror(errno));
+	EXPECT_EQ(100, own0->head);
+	EXPECT_EQ(200, own0->attn);
+	EXPECT_EQ(300, own0->parked);
+	EXPECT_EQ(101, own1->head);
+	EXPECT_EQ(201, own1->attn);
+	EXPECT_EQ(301, own1->parked);
+	/* Later stores show too: it is the receiver's page. */
+	((struct lzchan_shm_rx_lane *)(rxa + l->rx_lanes))->attn = 7;
+	EXPECT_EQ(7, own0->attn);
+
+	/* Read-only: no writable mapping, no upgrade, a store faults. */
+	EXPECT_EQ(NULL, lz_map(self->tx, page0, ps, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, mprotect((void *)own0, ps, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	fault_target = (void *)own0;
+	EXPECT_EQ(SIGSEGV, lz_child_signal(store_target, NULL));
+
+	/* The rx header. */
+	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(tx2, l->rx_off, ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	/* Every other lane's page, attached or not. */
+	for (k = 1; k < 4; k++) {
+		EXPECT_EQ(NULL, lz_map(self->tx, page0 + k * l->rx_lane_stride, ps, PROT_READ))
+			TH_LOG("lane %u's rx page", k);
+		EXPECT_EQ(EACCES, errno);
+	}
+	EXPECT_EQ(NULL, lz_map(tx2, page0, ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	/* The whole area, or its own page with a neighbour. */
+	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(self->tx, page0, 2 * ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(tx2, page0, 2 * ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(self->tx, l->rx_off, 2 * ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	/* The bell. */
+	EXPECT_EQ(NULL, lz_map(self->tx, l->bell_off, l->bell_size, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(NULL, lz_map(tx2, l->bell_off, ps, PROT_READ));
+	EXPECT_EQ(EACCES, errno);
+
+	/* The receiver maps any page of it. */
+	p = lz_map(self->rx, page1, ps, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	munmap(p, ps);
+	p = lz_map(self->rx, l->rx_off, ps, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, p);
+	munmap(p, ps);
+
+	munmap((void *)own0, ps);
+	munmap((void *)own1, ps);
+	munmap(rxa, l->rx_size);
+	close(tx2);
+}
+
+/* Is @efd readable now?  1 or 0 (no waiting). */
+static int readable_now(int efd)
+{
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+
+	return poll(&p, 1, 0);
+}
+
+/*
+ * LZCHAN_IOC_RING wakes a parked receiver: after the bit, the kernel
+ * reads the rx header's park word; odd, it signals the receiver's eventfd
+ * and returns 1, else it returns 0.  The lane pages' copies of the park
+ * word do not count.
+ */
+TEST_F(chan, ring_wakes_a_parked_receiver)
+{
+	const struct lzchan_layout *l = &self->l;
+	struct lzchan_set_eventfd se = { .size = sizeof(se) };
+	volatile struct lzchan_shm_rx *hdr;
+	volatile struct lzchan_shm_rx_lane *rxl0;
+	volatile uint64_t *bell;
+	struct lzchan_info in;
+	uint64_t b0, v;
+	char *rxa;
+	int efd;
+
+	LZ_NEED_DEV();
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	se.fd = efd;
+	ASSERT_EQ(0, lz_ioctl(self->rx, LZCHAN_IOC_SET_EVENTFD, &se));
+	rxa = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, rxa);
+	bell = lz_map(self->rx, l->bell_off, l->bell_size, PROT_READ);
+	ASSERT_NE(NULL, bell);
+	hdr = (void *)rxa;
+	rxl0 = (void *)(rxa + l->rx_lanes);
+	b0 = bell[0];
+
+	/* Not parked: the bit only. */
+	EXPECT_EQ(0, hdr->parked);
+	EXPECT_EQ(0, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0 ^ 1, bell[0]);
+	EXPECT_EQ(0, readable_now(efd));
+	/* The lane's copy odd, the header even: still not parked. */
+	rxl0->parked = 1;
+	EXPECT_EQ(0, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0, bell[0]);
+	EXPECT_EQ(0, readable_now(efd));
+
+	/* Parked: the bit, then the eventfd. */
+	hdr->parked = 1;
+	EXPECT_EQ(1, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0 ^ 1, bell[0]);
+	EXPECT_EQ(1, readable_now(efd));
+	EXPECT_EQ(sizeof(v), read(efd, &v, sizeof(v)));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, readable_now(efd));
+	/* Each ring while parked signals again. */
+	EXPECT_EQ(1, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0, bell[0]);
+	EXPECT_EQ(1, readable_now(efd));
+	EXPECT_EQ(sizeof(v), read(efd, &v, sizeof(v)));
+
+	/* Unparked (even again): the bit only. */
+	hdr->parked = 2;
+	EXPECT_EQ(0, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0 ^ 1, bell[0]);
+	EXPECT_EQ(0, readable_now(efd));
+
+	/* Parked with no eventfd: the bit, nothing signalled. */
+	hdr->parked = 3;
+	se.fd = -1;
+	ASSERT_EQ(0, lz_ioctl(self->rx, LZCHAN_IOC_SET_EVENTFD, &se));
+	EXPECT_EQ(0, ioctl(self->tx, LZCHAN_IOC_RING));
+	EXPECT_EQ(b0, bell[0]);
+	EXPECT_EQ(0, readable_now(efd));
+
+	/* Two signals, counted as wakeups. */
+	ASSERT_EQ(0, lz_info(self->rx, &in));
+	EXPECT_EQ(2, in.stat.wakeups);
+
+	close(efd);
+	munmap((void *)bell, l->bell_size);
+	munmap(rxa, l->rx_size);
+}
+
 /* What one role writes, the other sees: it is one memory. */
 TEST_F(chan, writes_are_shared)
 {
 	const struct lzchan_layout *l = &self->l;
-	volatile __u32 *tx_slot, *rx_slot, *rx_line, *tx_view;
+	volatile __u32 *tx_slot, *rx_slot;
+	volatile struct lzchan_shm_rx_lane *rx_line, *tx_view;
 
 	LZ_NEED_DEV();
 	tx_slot = lz_map(self->tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE);
 	rx_slot = lz_map(self->rx, l->lanes_off, l->lane_size, PROT_READ);
-	rx_line = lz_map(self->rx, l->rx_off, l->rx_size, PROT_READ | PROT_WRITE);
-	tx_view = lz_map(self->tx, l->rx_off, l->rx_size, PROT_READ);
+	rx_line = lz_map(self->rx, l->rx_off + l->rx_lanes, page_size(), PROT_READ | PROT_WRITE);
+	tx_view = lz_map(self->tx, l->rx_off + l->rx_lanes, page_size(), PROT_READ);
 	ASSERT_NE(NULL, tx_slot);
 	ASSERT_NE(NULL, rx_slot);
 	ASSERT_NE(NULL, rx_line);
 	ASSERT_NE(NULL, tx_view);
 	tx_slot[l->lane_slots / 4] = 0xabcdef01;
 	EXPECT_EQ(0xabcdef01, rx_slot[l->lane_slots / 4]);
-	rx_line[0] = 1;		/* parked */
-	EXPECT_EQ(1, tx_view[0]);
+	/* Lane 0's rx words: the receiver writes, its sender reads. */
+	rx_line->head = 5;
+	rx_line->parked = 1;
+	EXPECT_EQ(5, tx_view->head);
+	EXPECT_EQ(1, tx_view->parked);
 }
 
 /* The mapping outlives the fd and keeps the lane attached. */
