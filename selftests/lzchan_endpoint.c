@@ -14,7 +14,9 @@
  *     endpoint it attached through (lzchan_peer(), LZCHAN_IOC_LANES);
  *   - inside, it has exactly what was granted: no channel by name, no
  *     other role, no command that names or makes a channel, no other
- *     lane's memory, no write access to anything but its own lane;
+ *     lane's memory, none of the receiver's areas (the rx header, other
+ *     lanes' rx pages, the bell), no write access to anything but its own
+ *     lane;
  *   - revocation ends the holder's lane as a departure (the receiver gets
  *     everything sent before, then the end, LOST); the holder's mappings
  *     fault (SIGBUS; libchan: -EPIPE) and its ioctls say EKEYREVOKED;
@@ -596,8 +598,11 @@ static int ctr_confined(void *arg)
 	struct lzchan_info in;
 	struct lzchan_peer p;
 	struct lzchan_layout *ly = &in.layout;
+	volatile struct lzchan_shm_rx_lane *rxl;
 	__u32 lane, lane2, k, i;
+	__u64 own;
 	void *rx, *mine;
+	long ps;
 	int ep, r, pass;
 
 	close(j->fds[0]);
@@ -655,37 +660,53 @@ static int ctr_confined(void *arg)
 	CHILD_WANT(p.uid == (__u32)lz_read_long("/proc/sys/kernel/overflowuid"), 44);
 	CHILD_WANT(lz_peer(ep, (lane + 1) % in.stat.max_senders, &p) == -EPERM, 45);
 
-	/* Its memory: a sender's, exactly. */
+	/* Its memory: a sender's, exactly.  It cannot read the receiver's
+	 * areas: the rx header, the other lanes' rx pages, the bell. */
+	ps = sysconf(_SC_PAGESIZE);
+	own = ly->rx_off + ly->rx_lanes + (__u64)lane * ly->rx_lane_stride;
 	CHILD_WANT(!lz_map(ep, ly->info_off, ly->info_size, PROT_READ | PROT_WRITE) &&
 		   errno == EACCES, 50);
-	CHILD_WANT(!lz_map(ep, ly->rx_off, ly->rx_size, PROT_READ | PROT_WRITE) &&
-		   errno == EACCES, 51);
+	CHILD_WANT(!lz_map(ep, ly->rx_off, ps, PROT_READ) && errno == EACCES, 51);
+	CHILD_WANT(!lz_map(ep, ly->rx_off, ly->rx_size, PROT_READ) && errno == EACCES, 52);
+	for (k = 0; k < in.stat.max_senders; k++) {
+		if (k == lane)
+			continue;
+		CHILD_WANT(!lz_map(ep, ly->rx_off + ly->rx_lanes + (__u64)k * ly->rx_lane_stride,
+				   ps, PROT_READ) && errno == EACCES, 53);
+	}
+	/* Its own page with the one before it (the header, or a lane's). */
+	CHILD_WANT(!lz_map(ep, own - ps, 2 * ps, PROT_READ) && errno == EACCES, 54);
+	CHILD_WANT(!lz_map(ep, ly->bell_off, ly->bell_size, PROT_READ) && errno == EACCES, 55);
 	CHILD_WANT(!lz_map(ep, ly->bell_off, ly->bell_size, PROT_READ | PROT_WRITE) &&
-		   errno == EACCES, 52);
-	/* The receiver's control area is readable (the sender's flow
-	 * control reads it), never writable, not even later. */
-	rx = lz_map(ep, ly->rx_off, ly->rx_size, PROT_READ);
-	CHILD_WANT(rx, 53);
-	CHILD_WANT(mprotect(rx, ly->rx_size, PROT_READ | PROT_WRITE) && errno == EACCES, 54);
-	CHILD_WANT(touch(rx, true) == SIGSEGV, 55);
-	munmap(rx, ly->rx_size);
+		   errno == EACCES, 56);
+	/* Its own lane's rx page: readable (its flow control reads it),
+	 * never writable, not even later. */
+	CHILD_WANT(!lz_map(ep, own, ps, PROT_READ | PROT_WRITE) && errno == EACCES, 57);
+	rx = lz_map(ep, own, ps, PROT_READ);
+	CHILD_WANT(rx, 58);
+	CHILD_WANT(mprotect(rx, ps, PROT_READ | PROT_WRITE) && errno == EACCES, 59);
+	CHILD_WANT(touch(rx, true) == SIGSEGV, 60);
 	CHILD_WANT(!lz_map(ep, ly->info_off, ly->info_size, PROT_READ | PROT_EXEC) &&
-		   errno == EPERM, 56);
+		   errno == EPERM, 61);
 	for (k = 0; k < in.stat.max_senders; k++) {
 		if (k == lane)
 			continue;
 		CHILD_WANT(!lz_map(ep, ly->lanes_off + k * ly->lane_stride, ly->lane_size,
-				   PROT_READ) && errno == EACCES, 57);
+				   PROT_READ) && errno == EACCES, 62);
 	}
 	mine = lz_map(ep, ly->lanes_off + lane * ly->lane_stride, ly->lane_size,
 		      PROT_READ | PROT_WRITE);
-	CHILD_WANT(mine, 58);
-	CHILD_WANT(touch((char *)mine + offsetof(struct lzchan_shm_tx, pad1), true) == 0, 59);
+	CHILD_WANT(mine, 63);
+	CHILD_WANT(touch((char *)mine + offsetof(struct lzchan_shm_tx, pad1), true) == 0, 64);
 	munmap(mine, ly->lane_size);
 
-	/* Attached: the host looks at who we are, then lets us go. */
+	/* Attached: the host looks at who we are, writes each lane's rx
+	 * words, then lets us go.  We read ours on our page. */
 	CHILD_WANT(!put_u32(j->ctl[1], lane), 70);
 	CHILD_WANT(!ctr_read(j->ctl[1]), 71);
+	rxl = rx;
+	CHILD_WANT(rxl->head == 100 + lane && rxl->attn == 200 + lane, 72);
+	munmap(rx, ps);
 	close(ep);
 	return 0;
 }
@@ -696,8 +717,10 @@ TEST_F(ctr, holds_exactly_what_was_granted)
 	struct lzchan_lane_peer rows[4];
 	struct lzchan_peer p;
 	uid_t host_uid = CTR_MAP_A + variant->uid;
+	struct lzchan_info in;
+	char *rxa;
 	__u64 id;
-	__u32 lane;
+	__u32 lane, k;
 	pid_t cpid;
 	int rxfd, ep;
 
@@ -727,8 +750,20 @@ TEST_F(ctr, holds_exactly_what_was_granted)
 	EXPECT_EQ(host_uid, p.uid);
 	EXPECT_EQ(host_uid, p.gid);
 
+	/* Each lane's rx words, distinct: the container checks its own. */
+	ASSERT_EQ(0, lz_info(rxfd, &in));
+	rxa = lz_map(rxfd, in.layout.rx_off, in.layout.rx_size, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, rxa);
+	for (k = 0; k < 4; k++) {
+		struct lzchan_shm_rx_lane *w =
+			(void *)(rxa + in.layout.rx_lanes + k * in.layout.rx_lane_stride);
+
+		w->head = 100 + k;
+		w->attn = 200 + k;
+	}
 	ASSERT_EQ(0, ctr_signal(self->j.ctl[0]));
 	EXPECT_EQ(0, ctr_wait(cpid));
+	munmap(rxa, in.layout.rx_size);
 	/* Its close was a departure like any other. */
 	ASSERT_EQ(4, ep_lanes(self->j.name, rows, 4));
 	EXPECT_EQ(LZCHAN_LANE_CLOSED, rows[lane].state);
@@ -861,8 +896,9 @@ struct holder {
 	bool receiver;
 };
 
-/* A raw sender: attach, map everything a sender may, then after the
- * revocation find every mapping gone and every command refused. */
+/* A raw sender: attach, map everything a sender may (info, its own rx
+ * page, its lane), then after the revocation find every mapping gone and
+ * every command refused. */
 static int raw_holder(void *arg)
 {
 	struct holder *h = arg;
@@ -870,7 +906,8 @@ static int raw_holder(void *arg)
 	struct lzchan_info in;
 	struct lzchan_peer p;
 	struct lzchan_layout l, *ly = &l;
-	void *info, *rx, *bell, *lane_p;
+	long ps = sysconf(_SC_PAGESIZE);
+	void *info, *rx, *lane_p;
 	__u32 lane;
 
 	touch_catch();
@@ -878,13 +915,12 @@ static int raw_holder(void *arg)
 	CHILD_WANT(lz_info(h->ep, &in) == 0, 11);
 	l = in.layout;
 	info = lz_map(h->ep, ly->info_off, ly->info_size, PROT_READ);
-	rx = lz_map(h->ep, ly->rx_off, ly->rx_size, PROT_READ);
-	bell = lz_map(h->ep, ly->bell_off, ly->bell_size, PROT_READ);
+	rx = lz_map(h->ep, ly->rx_off + ly->rx_lanes + (__u64)lane * ly->rx_lane_stride, ps,
+		    PROT_READ);
 	lane_p = lz_map(h->ep, ly->lanes_off + lane * ly->lane_stride, ly->lane_size,
 			PROT_READ | PROT_WRITE);
-	CHILD_WANT(info && rx && bell && lane_p, 12);
-	CHILD_WANT(touch(info, false) == 0 && touch(rx, false) == 0 &&
-		   touch(bell, false) == 0, 13);
+	CHILD_WANT(info && rx && lane_p, 12);
+	CHILD_WANT(touch(info, false) == 0 && touch(rx, false) == 0, 13);
 	CHILD_WANT(touch((char *)lane_p + offsetof(struct lzchan_shm_tx, pad1), true) == 0, 14);
 	CHILD_WANT(lz_ioctl(h->ep, LZCHAN_IOC_RING, NULL) == 0, 15);
 	CHILD_WANT(!put_u32(h->ctl, lane), 16);
@@ -903,7 +939,6 @@ static int raw_holder(void *arg)
 	/* Every mapping it had, gone: loads and stores fault. */
 	CHILD_WANT(touch(info, false) == SIGBUS, 30);
 	CHILD_WANT(touch(rx, false) == SIGBUS, 31);
-	CHILD_WANT(touch(bell, false) == SIGBUS, 32);
 	CHILD_WANT(touch(lane_p, false) == SIGBUS, 33);
 	CHILD_WANT(touch((char *)lane_p + offsetof(struct lzchan_shm_tx, pad1), true) == SIGBUS, 34);
 	close(h->ep);
