@@ -1500,6 +1500,79 @@ TEST(recv_wait_timeout_and_wakeup)
 }
 
 /*
+ * One message on a lane the receiver does not poll (sleepy: no sender
+ * was there when it opened) wakes the receiver parked in
+ * lzchan_recv_wait().  The sender rings its bell and the ring wakes the
+ * receiver (the module: LZCHAN_IOC_RING; shm: the sender's look at the
+ * park word after its ring).  The sender stays attached, so no departure
+ * wakes it instead.  The module counts the wake; shm may count it or not
+ * (a new sender's hello can wake the receiver first), so only the
+ * message is checked there.
+ */
+TEST(sleepy_lane_wakes_a_parked_receiver)
+{
+	struct lzchan_opts o = lz_opts(64, 8, 2);
+	const char *name = lz_name("sleepy");
+	struct lzchan_chan_stat st;
+	struct lzchan_geom g;
+	struct lzchan *rx;
+	uint64_t wakeups;
+	uint32_t lane = 99;
+	int done[2], status, r;
+	char buf[16] = "", b;
+	pid_t pid;
+
+	o.spin_ns = 0;
+	ASSERT_EQ(0, lzchan_open(&rx, name, LZCHAN_RECEIVER | LZCHAN_CREATE | LZCHAN_EXCL, &o));
+	ASSERT_EQ(0, lzchan_geometry(rx, &g));
+	ASSERT_EQ(0, lzchan_stat(name, &st, NULL));
+	wakeups = st.wakeups;
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct lzchan *tx;
+		int i;
+
+		close(done[1]);
+		if (lzchan_open(&tx, name, LZCHAN_SENDER, NULL))
+			_exit(1);
+		/* Send only once the receiver is parked (60 s bound). */
+		for (i = 0; i < 60000; i++) {
+			if (lzchan_stat(name, &st, NULL))
+				_exit(2);
+			if (st.rx_parked & 1)
+				break;
+			usleep(1000);
+		}
+		if (!(st.rx_parked & 1))
+			_exit(3);
+		if (lzchan_send(tx, "x", 1))
+			_exit(4);
+		/* Attached until the receiver has it. */
+		if (read(done[0], &b, 1) != 1)
+			_exit(5);
+		lzchan_close(tx);
+		_exit(0);
+	}
+	close(done[0]);
+	r = lzchan_recv_wait(rx, buf, sizeof(buf), &lane, 60000000000LL);
+	EXPECT_EQ(1, r);
+	EXPECT_EQ('x', buf[0]);
+	EXPECT_EQ(0, lane);
+	ASSERT_EQ(0, lzchan_stat(name, &st, NULL));
+	if (g.backend == LZCHAN_BACKEND_DEV)
+		EXPECT_LT(wakeups, st.wakeups) TH_LOG("the message came, but no wake");
+	EXPECT_EQ(1, write(done[1], "d", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(done[1]);
+	lzchan_close(rx);
+	lzchan_unlink(name);
+}
+
+/*
  * A parked receiver sleeps until a message, a sender's departure or its
  * own deadline, and nothing else: it does not wake now and then to look
  * for dead senders (on shm it slept 50 ms at a time: 30 wakeups in
