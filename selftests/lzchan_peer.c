@@ -160,42 +160,51 @@ TEST(wake_without_and_with_eventfd)
 }
 
 /*
- * The receiver announces "parked" in its rx line and sleeps on its eventfd;
- * a sender that reads the announcement through its read-only view asks the
+ * The receiver announces "parked" in its rx header and, for each lane it
+ * polls, in that lane's copy before moving its attn; it sleeps on its
+ * eventfd.  A sender that reads the copy on its own rx page asks the
  * kernel to wake it.
  */
 TEST(parked_receiver_is_woken)
 {
 	struct chan c;
-	volatile struct lzchan_shm_rx *tx_view;
+	volatile struct lzchan_shm_rx_lane *tx_view;
+	__u32 lane = ~0U;
 	int tx, status, i;
 	pid_t pid;
 
 	LZ_NEED_DEV();
 	ASSERT_EQ(0, chan_setup(&c, LZ_GEOM_DEFAULT));
-	tx = lz_open(c.name, LZCHAN_OPEN_SENDER, NULL);
+	tx = lz_open(c.name, LZCHAN_OPEN_SENDER, &lane);
 	ASSERT_LE(0, tx);
-	tx_view = lz_map(tx, c.l.rx_off, c.l.rx_size, PROT_READ);
+	ASSERT_EQ(0, lane);
+	tx_view = lz_map(tx, c.l.rx_off + c.l.rx_lanes, sysconf(_SC_PAGESIZE), PROT_READ);
 	ASSERT_NE(NULL, tx_view);
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		volatile struct lzchan_shm_rx *rx;
+		volatile struct lzchan_shm_rx_lane *rxl;
 		int efd = eventfd(0, EFD_CLOEXEC);
 		__u64 cnt;
 
 		rx = lz_map(c.rx, c.l.rx_off, c.l.rx_size, PROT_READ | PROT_WRITE);
 		if (!rx || efd < 0 || set_eventfd(c.rx, efd))
 			_exit(2);
+		rxl = (void *)((char *)rx + c.l.rx_lanes);
 		alarm(20);
 		rx->parked = 1;
+		rxl->parked = 1;
+		__atomic_store_n(&rxl->attn, rxl->attn + 1, __ATOMIC_RELEASE);
 		if (read(efd, &cnt, sizeof(cnt)) != sizeof(cnt))	/* blocks */
 			_exit(3);
-		rx->parked = 0;
+		rx->parked = 2;
+		rxl->parked = 2;
+		__atomic_store_n(&rxl->attn, rxl->attn + 1, __ATOMIC_RELEASE);
 		_exit(0);
 	}
-	for (i = 0; i < 2000 && !tx_view->parked; i++)
+	for (i = 0; i < 2000 && !__atomic_load_n(&tx_view->attn, __ATOMIC_ACQUIRE); i++)
 		usleep(5000);
 	ASSERT_EQ(1, tx_view->parked);
 	usleep(20000);		/* let it block in read() */
@@ -203,7 +212,7 @@ TEST(parked_receiver_is_woken)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(0, tx_view->parked);
+	EXPECT_EQ(2, tx_view->parked);
 	close(tx);
 	chan_teardown(&c);
 }
