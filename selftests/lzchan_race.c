@@ -302,7 +302,7 @@ static uint64_t chan_bytes(uint32_t ss, uint32_t sc, uint32_t ms)
 {
 	uint64_t info = page_align(sizeof(struct lzchan_shm_hdr) +
 				   (uint64_t)ms * sizeof(struct lzchan_shm_lane));
-	uint64_t rx = page_align(LZCHAN_CTRL_STRIDE + (uint64_t)ms * LZCHAN_CTRL_STRIDE);
+	uint64_t rx = page + (uint64_t)ms * page;	/* a header page, a page a lane */
 	uint64_t bell = page_align((ms + 63) / 64 * 8);
 	uint64_t lane = page_align(sizeof(struct lzchan_shm_tx) + (uint64_t)sc * ss);
 
@@ -531,7 +531,7 @@ static void slot_mmap(int sfd)
 	r = lz_info(sfd, &in);
 	if (!outcome("info (shared fd)", r, ERRS(EBADFD, EBADF)) || r)
 		return;
-	switch (below(4)) {
+	switch (below(5)) {
 	case 0:
 		off = l->info_off, len = l->info_size;
 		break;
@@ -540,6 +540,10 @@ static void slot_mmap(int sfd)
 		break;
 	case 2:
 		off = l->bell_off, len = l->bell_size;
+		break;
+	case 3:		/* one lane's rx page */
+		off = l->rx_off + l->rx_lanes + below(in.stat.max_senders) * l->rx_lane_stride;
+		len = page;
 		break;
 	default:
 		off = l->lanes_off + below(in.stat.max_senders) * l->lane_stride;
@@ -912,8 +916,13 @@ static void priv_ioctl(struct tstate *t)
 			failv("info", in.role, "the channel changed under a bound fd");
 		if (in.stat.name[0] && strcmp(in.stat.name, sh->names[e->name]))
 			fail("info", 0, "name is neither ours nor empty");
-		if (rx ? in.stat.receiver != 1 : !in.stat.senders)
-			failv("info", in.stat.senders, "our own attachment not counted");
+		/* A sender sees no activity (LZCHAN_STAT_HIDDEN); the
+		 * receiver sees itself. */
+		if (rx ? in.stat.receiver != 1 || (in.stat.flags & LZCHAN_STAT_HIDDEN) :
+			 !(in.stat.flags & LZCHAN_STAT_HIDDEN) || in.stat.senders ||
+			 in.stat.receiver || in.stat.rx_parked)
+			failv("info", in.stat.senders, rx ? "our own attachment not counted" :
+							    "activity shown to a sender");
 		if (in.stat.senders > in.stat.max_senders)
 			failv("info", in.stat.senders, "more senders than lanes");
 		break;
@@ -946,10 +955,18 @@ static void priv_ioctl(struct tstate *t)
 		break;
 	}
 	case 2:
-		r = ioctl(e->fd, LZCHAN_IOC_WAKE);
+		/* WAKE, or RING: the bit, and a wake if the receiver parked. */
+		if (below(2)) {
+			r = ioctl(e->fd, LZCHAN_IOC_WAKE);
+			r = r < 0 ? -errno : r;
+			if (!bound ? r != -EBADFD : rx ? r != -EPERM : (r != 0 && r != 1 && r != -EPIPE))
+				fail(rx ? "wake (receiver)" : "wake", r, "unexpected result");
+			break;
+		}
+		r = ioctl(e->fd, LZCHAN_IOC_RING);
 		r = r < 0 ? -errno : r;
-		if (!bound ? r != -EBADFD : rx ? r != -EPERM : (r != 0 && r != 1 && r != -EPIPE))
-			fail(rx ? "wake (receiver)" : "wake", r, "unexpected result");
+		if (!bound ? r != -EBADFD : rx ? r != -EPERM : (r != 0 && r != 1))
+			fail(rx ? "ring (receiver)" : "ring", r, "unexpected result");
 		break;
 	case 3: {
 		struct lzchan_set_eventfd s = { .size = sizeof(s) };
@@ -1062,7 +1079,7 @@ static void priv_mmap(struct tstate *t)
 	struct priv_map *m = &t->maps[below(NPMAP)];
 	const struct lzchan_layout *l;
 	int prot = PROT_READ | (below(2) ? PROT_WRITE : 0), flags = MAP_SHARED;
-	int kind = below(4), want = 0, bad = below(10);
+	int kind = below(5), want = 0, bad = below(10);
 	bool rx, may_w, whole = true;
 	uint64_t off, len;
 	uint32_t lane = 0;
@@ -1087,9 +1104,21 @@ static void priv_mmap(struct tstate *t)
 		break;
 	case 1:
 		off = l->rx_off, len = l->rx_size, may_w = rx;
+		if (!rx)
+			want = -EACCES;		/* the receiver's */
 		break;
 	case 2:
 		off = l->bell_off, len = l->bell_size, may_w = false;	/* the kernel's (LZCHAN_IOC_RING) */
+		if (!rx)
+			want = -EACCES;		/* the receiver reads it */
+		break;
+	case 3:
+		/* One lane's rx page: a sender maps its own only. */
+		lane = below(2) ? e->lane % e->ms : below(e->ms);
+		off = l->rx_off + l->rx_lanes + (uint64_t)lane * l->rx_lane_stride;
+		len = page, may_w = rx;
+		if (!rx && lane != e->lane)
+			want = -EACCES;		/* another lane's */
 		break;
 	default:
 		lane = below(e->ms);
@@ -1104,6 +1133,14 @@ static void priv_mmap(struct tstate *t)
 	if (bad == 0) {
 		flags = MAP_PRIVATE;
 		want = -EINVAL;
+	} else if (bad == 1 && kind == 3) {
+		/* Two pages: a sender's one page only; the last lane's runs
+		 * over the area's end. */
+		len += page;
+		if (lane == e->ms - 1)
+			want = -EINVAL;
+		else if (!rx)
+			want = -EACCES;
 	} else if (bad == 1) {
 		len += page;			/* over the area's end */
 		want = -EINVAL;
@@ -1111,6 +1148,11 @@ static void priv_mmap(struct tstate *t)
 		off += below(len / page) * page;	/* one page inside: fine */
 		len = page;
 		whole = false;
+		/* A sender's own rx page is the one page of rx it maps. */
+		if (kind == 1 && !rx)
+			want = off == l->rx_off + l->rx_lanes +
+				      (uint64_t)e->lane * l->rx_lane_stride &&
+			       !(prot & PROT_WRITE) ? 0 : -EACCES;
 	}
 
 	if (m->p)
