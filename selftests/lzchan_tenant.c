@@ -9,12 +9,13 @@
  *   - it squats a name A will want, and floods the namespace with channels
  *     until the kernel refuses;
  *   - it attaches to the service channel and scribbles over everything it
- *     may write (its lane, the bell), forges messages that look like A's,
- *     leaves garbage at the receiver's head, and plays the "empty slot at
- *     the published head" trick before it leaves;
+ *     may write (its lane), rings its bell, forges messages that look like
+ *     A's, leaves garbage at the receiver's head, and plays the "empty slot
+ *     at the published head" trick before it leaves;
  *   - it races open, close, send, fork (a child keeping the mapping) and
  *     exit on the service channel, tries to pin lane pages (vmsplice), to
- *     unlink or receive from A's channel, and creates and drops its own.
+ *     map the receiver's areas (rx header, another lane's rx page, bell),
+ *     to unlink or receive from A's channel, and creates and drops its own.
  * The honest tenant's messages must arrive exactly once, in order, each on
  * a lane the kernel attributes to A's uid 1000, and its own channel
  * operations must succeed (or refuse a squatted name precisely); every one
@@ -326,14 +327,13 @@ static uint32_t rnd(void)
 	return (uint32_t)lz_xorshift(&rng_state);
 }
 
-/* What a sender may write, mapped by hand: its lane, the bell; and the
- * receiver's published head for the lane (read-only). */
+/* What a sender may map, by hand: its lane, and its lane's rx page (the
+ * receiver's published head, read-only). */
 struct raw {
 	int fd;
 	uint32_t lane;
 	struct lzchan_info in;
 	char *lane_map;
-	uint64_t *bell;
 	char *rx_map;
 };
 
@@ -347,28 +347,40 @@ static int raw_open(struct run *r, struct raw *w)
 		return -EPROTO;
 	w->lane_map = lz_map(w->fd, w->in.layout.lanes_off + w->lane * w->in.layout.lane_stride,
 			     w->in.layout.lane_size, PROT_READ | PROT_WRITE);
-	w->bell = lz_map(w->fd, w->in.layout.bell_off, w->in.layout.bell_size, PROT_READ);
-	w->rx_map = lz_map(w->fd, w->in.layout.rx_off, w->in.layout.rx_size, PROT_READ);
-	return w->lane_map && w->bell && w->rx_map ? 0 : -errno;
+	w->rx_map = lz_map(w->fd, w->in.layout.rx_off + w->in.layout.rx_lanes +
+			   (uint64_t)w->lane * w->in.layout.rx_lane_stride,
+			   sysconf(_SC_PAGESIZE), PROT_READ);
+	return w->lane_map && w->rx_map ? 0 : -errno;
 }
 
 static void raw_close(struct raw *w)
 {
 	if (w->lane_map)
 		munmap(w->lane_map, w->in.layout.lane_size);
-	if (w->bell)
-		munmap(w->bell, w->in.layout.bell_size);
 	if (w->rx_map)
-		munmap(w->rx_map, w->in.layout.rx_size);
+		munmap(w->rx_map, sysconf(_SC_PAGESIZE));
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
 }
 
+/* Map one page of @w's channel at @off, read-only: 0 (unmapped again),
+ * or -errno. */
+static int raw_map_try(const struct raw *w, uint64_t off)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	void *p = lz_map(w->fd, off, ps, PROT_READ);
+
+	if (!p)
+		return -errno;
+	munmap(p, ps);
+	return 0;
+}
+
 static uint32_t raw_head(const struct raw *w)
 {
-	return __atomic_load_n((uint32_t *)(w->rx_map + w->in.layout.rx_lanes +
-					    w->lane * LZCHAN_CTRL_STRIDE), __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&((struct lzchan_shm_rx_lane *)w->rx_map)->head,
+			       __ATOMIC_ACQUIRE);
 }
 
 static struct lzchan_slot_hdr *raw_slot(const struct raw *w, uint32_t pos)
@@ -548,6 +560,15 @@ static int racer(struct run *r)
 			REFUSED(r, vmsplice(p[1], &iov, 1, 0) < 0 ? -errno : 0, -EFAULT,
 				"vmsplice of a lane page");
 			r->b->pins++;
+			/* Nor may it read the receiver's areas. */
+			REFUSED(r, raw_map_try(&w, w.in.layout.rx_off), -EACCES,
+				"map the rx header");
+			REFUSED(r, raw_map_try(&w, w.in.layout.rx_off + w.in.layout.rx_lanes +
+					       (uint64_t)((w.lane + 1) % w.in.stat.max_senders) *
+					       w.in.layout.rx_lane_stride), -EACCES,
+				"map another lane's rx page");
+			REFUSED(r, raw_map_try(&w, w.in.layout.bell_off), -EACCES,
+				"map the bell");
 			/* A child inherits the mappings and exits first. */
 			pid = fork();
 			if (pid == 0)
