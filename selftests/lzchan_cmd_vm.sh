@@ -43,10 +43,10 @@ grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >> /etc/gr
 as_nobody() { su -s /bin/sh nobody -c "$*"; }
 
 run features
-check "features reports ABI 3 from the module" eval 'rc_is 0 && out_has "^abi_version 3$"'
+check "features reports ABI 4 from the module" eval 'rc_is 0 && out_has "^abi_version 4$"'
 run features --json
 check "features --json names the feature bits" \
-	eval 'rc_is 0 && out_has "^{\"abi_version\": 3, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true, \"bye\": true, \"temp\": true, \"pubsub\": true, \"endpoint\": true}$"'
+	eval 'rc_is 0 && out_has "^{\"abi_version\": 4, .*\"numa\": true, \"eventfd\": true, \"peercred\": true, \"placement\": true, \"nopin\": true, \"usage\": true, \"departures\": true, \"bye\": true, \"temp\": true, \"pubsub\": true, \"endpoint\": true}$"'
 
 run limits
 check "limits shows each limit with root's exemption" \

@@ -303,9 +303,12 @@ TEST(open_errors)
 	o.flags = LZCHAN_OPEN_RECEIVER | LZCHAN_OPEN_SENDER;
 	EXPECT_EQ(-EINVAL, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
 	o.flags = LZCHAN_OPEN_SENDER;
-	/* A library of another ABI (1: no attn; 0: one that predates the
-	 * field; the next) is refused, and the fd stays unbound. */
+	/* A library of another ABI (1: no attn; 3: its senders map the
+	 * whole rx area and the bell; 0: one that predates the field; the
+	 * next) is refused, and the fd stays unbound. */
 	o.abi_version = 1;
+	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
+	o.abi_version = 3;
 	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));
 	o.abi_version = 0;
 	EXPECT_EQ(-EPROTO, lz_ioctl(fd, LZCHAN_IOC_OPEN, &o));

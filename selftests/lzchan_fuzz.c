@@ -202,10 +202,16 @@ static void op_mmap(struct fuzz *f)
 	len = (1 + below(8)) * f->ps;
 	if (fd >= 0 && !lz_info(fd, &in) && below(4)) {
 		const __u64 *areas = &in.layout.info_off;	/* off/size pairs */
-		unsigned int a = below(4);
+		unsigned int a = below(5);
 
-		off = areas[2 * a] + below(2) * f->ps;
-		len = areas[2 * a + 1];
+		if (a == 4) {		/* a lane's rx page */
+			off = in.layout.rx_off + in.layout.rx_lanes +
+			      below(6) * in.layout.rx_lane_stride;
+			len = f->ps;
+		} else {
+			off = areas[2 * a] + below(2) * f->ps;
+			len = areas[2 * a + 1];
+		}
 		if (a == 3)		/* a lane: lanes_off + k * stride */
 			off = in.layout.lanes_off + below(6) * in.layout.lane_stride;
 		if (!below(4))

@@ -237,8 +237,9 @@ static int areas(const struct lzchan_layout *l, int rx, int tx, struct area *a)
 	a[n++] = (struct area){ "receiver: bell", rx, l->bell_off, l->bell_size, PROT_READ };
 	a[n++] = (struct area){ "receiver: lane 0", rx, l->lanes_off, l->lane_size, PROT_READ };
 	a[n++] = (struct area){ "sender: info", tx, l->info_off, l->info_size, PROT_READ };
-	a[n++] = (struct area){ "sender: rx", tx, l->rx_off, l->rx_size, PROT_READ };
-	a[n++] = (struct area){ "sender: bell", tx, l->bell_off, l->bell_size, PROT_READ };
+	/* One lane: the sender's rx page is lane 0's; it maps no bell. */
+	a[n++] = (struct area){ "sender: own rx page", tx, l->rx_off + l->rx_lanes,
+				(__u64)page_size(), PROT_READ };
 	a[n++] = (struct area){ "sender: own lane", tx, l->lanes_off, l->lane_size, PROT_READ | PROT_WRITE };
 	return n;
 }
