@@ -1438,12 +1438,13 @@ int lzchan_chan_ring(struct lzchan_file *f)
 	/*
 	 * After the bit (the fully ordered xor above): pairs with the
 	 * receiver's store of parked, then its heavy barrier, then its load
-	 * of the bell before it sleeps (libchan's __lz_park()): it sees our
-	 * bit, or we see it parked.
+	 * of the bell before it sleeps (libchan's __lz_prepare_park()): it
+	 * sees our bit, or we see it parked.  The answer is 0 either way:
+	 * whether it was parked is not the sender's to learn.
 	 */
 	if (READ_ONCE(lzchan_shm_rx(chan)->parked) & 1)
-		ret = lzchan_chan_signal_rx(chan);
-	return ret;
+		lzchan_chan_signal_rx(chan);
+	return 0;
 }
 
 /* ---- peers ---- */
@@ -1642,9 +1643,9 @@ static void lzchan_stat_hide(struct lzchan_chan_stat *st)
 /*
  * The channel as a bound file sees it (LZCHAN_IOC_INFO, fdinfo).  A
  * channel's sender sees no activity (LZCHAN_STAT_HIDDEN, as LIST shows a
- * channel to a caller who may not read it): the receiver's park word is
- * in the rx header, and the other lanes' traffic is theirs -- a sender,
- * and above all a sender endpoint, reads nothing of either.
+ * channel to a caller who may not read it): the receiver's park state now
+ * (in the rx header) and the other lanes' traffic are not a sender's --
+ * above all a sender endpoint's -- to read.
  */
 void lzchan_file_stat(struct lzchan_file *f, struct lzchan_chan *chan,
 		      struct lzchan_chan_stat *st)
@@ -1774,6 +1775,10 @@ void lzchan_chan_show_fdinfo(struct seq_file *m, struct lzchan_file *f)
 	seq_printf(m, "lzchan-node:\t%d%s\n", st.numa_node,
 		   (st.create_flags & LZCHAN_CREATE_NODE_STRICT) ? " strict" : "");
 	seq_printf(m, "lzchan-bytes:\t%llu\n", st.bytes);
+	if (st.flags & LZCHAN_STAT_HIDDEN) {
+		seq_puts(m, "lzchan-activity:\thidden\n");	/* a channel's sender */
+		return;
+	}
 	seq_printf(m, "lzchan-senders:\t%u\n", st.senders);
 	seq_printf(m, "lzchan-receiver:\t%u%s\n", st.receiver,
 		   st.rx_parked ? " parked" : "");

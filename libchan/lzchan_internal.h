@@ -193,6 +193,8 @@ struct lzchan {
 #define SHM_FILE_VERSION	3	/* 2: attn kept (LZCHAN_ABI_VERSION 2);
 					 * 3: a page a lane's rx words, with
 					 * the park word's copy (ABI 4) */
+#define SHM_PS_FILE_VERSION	2	/* a pub/sub file's: ABI 4 changed
+					 * nothing there */
 
 struct __lzchan_shm_file {
 	uint32_t magic;		/* stored last, with release order */
@@ -302,6 +304,7 @@ void __lzchan_tx_gate(struct lzchan *ch);
 void __lzchan_tx_init(struct lzchan *ch);
 void __lzchan_rx_attn_active(struct lzchan *ch);
 void __lzchan_rx_attn_all(struct lzchan *ch);
+void __lzchan_rx_unpark_copies(struct lzchan *ch);
 void __lzchan_rx_init_lanes(struct lzchan *ch);
 void __lzchan_rx_quiet_revoke(struct lzchan *ch);
 void __lzchan_rx_disarm(struct lzchan *ch, bool drain);

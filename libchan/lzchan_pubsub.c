@@ -451,7 +451,7 @@ int __lzchan_ps_attach(struct lzchan *ch, const struct __lzchan_shm_file *hdr, u
 	struct lzchan_ps_layout want;
 	int ret;
 
-	if (hdr->version != SHM_FILE_VERSION || hdr->page_size != page ||
+	if (hdr->version != SHM_PS_FILE_VERSION || hdr->page_size != page ||
 	    __lzchan_ps_geom_check(hdr->slot_size, hdr->slot_count, hdr->max_subscribers,
 				   hdr->policy))
 		return -EPROTO;
@@ -1537,7 +1537,7 @@ int __lzchan_ps_describe(int fd, const struct __lzchan_shm_file *h, uint64_t siz
 	uint32_t i;
 	int ret;
 
-	if (h->version != SHM_FILE_VERSION || h->page_size != page ||
+	if (h->version != SHM_PS_FILE_VERSION || h->page_size != page ||
 	    __lzchan_ps_geom_check(h->slot_size, h->slot_count, h->max_subscribers, h->policy))
 		return -EPROTO;
 	__lzchan_ps_layout(&want, h->slot_size, h->slot_count, h->max_subscribers, page);

@@ -525,9 +525,10 @@ static void __lz_tx_attn(struct lzchan *ch)
 	uint32_t attn, sleepy, parked, state;
 	bool owed = false;
 
-	/* Pairs with the release store of attn (receiver: __lz_rx_attn();
-	 * module: lzchan_chan_attn_all()): sleepy, parked and rx_status,
-	 * stored before it, are loaded after it. */
+	/* Pairs with the release store of attn (receiver: __lz_rx_attn(),
+	 * after sleepy and the copy of parked; module:
+	 * lzchan_chan_attn_all(), after rx_status): what was stored before
+	 * it is loaded after it. */
 	attn = __lz_load_acq(&ch->f.my_rxl->attn);
 	/* Relaxed: ordered after attn by its acquire (the receiver stored
 	 * sleepy before its release store of attn). */
@@ -538,11 +539,15 @@ static void __lz_tx_attn(struct lzchan *ch)
 		__lzchan_ring(ch);
 		ch->f.rung_sleepy = sleepy;
 	}
-	/* Our lane's copy of the park word (a dev sender maps no rx
-	 * header); relaxed: ordered after attn by its acquire.  A receiver
-	 * that parked without moving our attn (our lane was sleepy) is woken
-	 * by the ring above (__lzchan_ring()). */
-	parked = __lz_load(&ch->f.my_rxl->parked);
+	/* dev: our lane's copy of the park word (a sender maps no rx
+	 * header); a receiver that parked without moving our attn (our lane
+	 * was sleepy) was woken by the module's ring above.  shm: the word
+	 * itself, which the file shows every party.  Relaxed: ordered after
+	 * attn by its acquire; against a ring above, the receiver's heavy
+	 * barrier between its store of parked and its look at the bell
+	 * orders the pair (it sees our bit, or we see it parked). */
+	parked = __lz_load(ch->backend == LZCHAN_BACKEND_DEV ? &ch->f.my_rxl->parked :
+			   &ch->f.rx->parked);
 	if ((parked & 1) && parked != ch->f.woken_parked) {
 		__lzchan_wake(ch, parked);
 		owed = ch->f.woken_parked != parked;	/* not reached: again */
@@ -1055,6 +1060,21 @@ void __lzchan_rx_attn_active(struct lzchan *ch)
 		__lz_rx_attn(ch, ch->f.lanes[ch->f.active[k]].rxl);
 }
 
+/* Awake again: the polled lanes' copies of parked say so (relaxed, no
+ * attn).  Their senders saw the park through attn; one that reads the
+ * copy only now owes no wake -- we poll its lane from here on, and a next
+ * park moves attn again -- where the park's odd copy would have made it
+ * wake us for nothing, and our next park return at once. */
+void __lzchan_rx_unpark_copies(struct lzchan *ch)
+{
+	uint32_t k;
+
+	for (k = 0; k < ch->f.nactive; k++)
+		/* Relaxed: read after attn's acquire (__lz_tx_attn()); either
+		 * value is right to read now. */
+		__lz_store(&ch->f.lanes[ch->f.active[k]].rxl->parked, ch->parked);
+}
+
 /* Gone (shm; the module does it on the dev backend): every sender. */
 void __lzchan_rx_attn_all(struct lzchan *ch)
 {
@@ -1189,8 +1209,9 @@ void __lzchan_rx_init_lanes(struct lzchan *ch)
 	ch->f.rx_lanes = ch->f.max_senders;
 	/* Continue the park episodes of earlier receivers (awake: even), so
 	 * no sender takes a new episode for one it already woke. */
-	/* Relaxed: only we write parked; senders read it after publishing
-	 * (see __lz_tx_notify()), and we are not parked yet. */
+	/* Relaxed: only we write parked; senders read it (dev: their lane's
+	 * copy) after publishing (see __lz_tx_notify()), and we are not
+	 * parked yet. */
 	ch->parked = (__lz_load(&ch->f.rx->parked) + 1) & ~1U;
 	/* An earlier receiver may have left armed (it closed or died while
 	 * waiting on its event fd): we park on the futex until we arm.
@@ -1822,6 +1843,7 @@ void __lzchan_rx_disarm(struct lzchan *ch, bool drain)
 	ch->parked++;
 	/* Release: see __lz_set_parked(). */
 	__lz_store_rel(&ch->f.rx->parked, ch->parked);
+	__lzchan_rx_unpark_copies(ch);
 	if (!drain)
 		return;
 	if (ch->backend == LZCHAN_BACKEND_SHM)

@@ -446,7 +446,7 @@ static int __lzchan_shm_create(const char *path, const struct lzchan_opts *o,
 		munmap(f, total);
 		goto fail;
 	}
-	f->version = SHM_FILE_VERSION;
+	f->version = ps ? SHM_PS_FILE_VERSION : SHM_FILE_VERSION;
 	f->page_size = page;
 	f->numa_node = o->numa_node;
 	f->layout = l;

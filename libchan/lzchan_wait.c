@@ -46,6 +46,8 @@ static void __lz_set_parked(struct lzchan *ch, bool parked)
 	 * When parking, __lzchan_heavy_barrier() follows; when unparking, a
 	 * late wake is harmless. */
 	__lz_store_rel(&ch->f.rx->parked, ch->parked);
+	if (!parked)
+		__lzchan_rx_unpark_copies(ch);
 }
 
 /* Announce parked and make sure nothing is pending; -EAGAIN if something

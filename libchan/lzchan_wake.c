@@ -61,29 +61,21 @@ void __lzchan_wake(struct lzchan *ch, uint32_t parked)
 
 /*
  * Ring the bell: toggle our lane's bit, for a receiver that stopped
- * polling the lane, then wake it if it parked.  dev: the module does both
- * (LZCHAN_IOC_RING: only it writes the bell, so no co-sender can ring or
- * undo ours, and only it reads the rx header), with a fully ordered atomic
- * after our stores; shm: a locked RMW here, then the park word.  Either
+ * polling the lane.  dev: the module toggles it (LZCHAN_IOC_RING: only it
+ * writes the bell, so no co-sender can ring or undo ours), with a fully
+ * ordered atomic after our stores, and wakes the receiver if it parked
+ * (only the module reads the rx header for us); shm: a locked RMW here,
+ * and our caller looks at the park word itself (__lz_tx_attn()).  Either
  * pairs with the receiver's acquire load of the bell word
- * (__lz_rx_bell_words()); the park word, with its store of parked, heavy
- * barrier, then look at the bell before it sleeps (__lz_prepare_park()):
- * it sees our bit, or we see it parked.  A parked receiver does not move
- * the attn of a lane it does not poll, so its copy there says nothing.
+ * (__lz_rx_bell_words()).
  */
 void __lzchan_ring(struct lzchan *ch)
 {
-	uint32_t parked;
-
-	if (ch->backend == LZCHAN_BACKEND_DEV) {
+	if (ch->backend == LZCHAN_BACKEND_DEV)
 		/* Fails only unbound, or revoked (EKEYREVOKED: our mappings
 		 * went with it, which the guard reports). */
 		(void)ioctl(ch->fd, LZCHAN_IOC_RING);
-		return;
-	}
-	__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64), __ATOMIC_SEQ_CST);
-	/* Relaxed: after the seq_cst RMW above, which orders it. */
-	parked = __lz_load(&ch->f.rx->parked);
-	if ((parked & 1) && parked != ch->f.woken_parked)
-		__lzchan_wake(ch, parked);
+	else
+		__atomic_fetch_xor(&ch->bell[ch->lane / 64], 1ULL << (ch->lane % 64),
+				   __ATOMIC_SEQ_CST);
 }

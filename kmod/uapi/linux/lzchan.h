@@ -322,8 +322,8 @@ struct lzchan_ps_layout {
 /*
  * LZCHAN_IOC_INFO (bound fd): the channel, this fd's role, and the layout.
  * A channel's sender gets no activity (LZCHAN_STAT_HIDDEN, since ABI 4): the
- * receiver's park word and the other lanes' traffic are not a sender's to
- * read.  A pub/sub channel (stat.flags has LZCHAN_STAT_PUBSUB) has no channel
+ * receiver's park state now and the other lanes' traffic are not a
+ * sender's to read.  A pub/sub channel (stat.flags has LZCHAN_STAT_PUBSUB) has no channel
  * layout (zeros): its areas are in ps_layout (since LZCHAN_FEAT_PUBSUB;
  * a caller that passes the shorter struct gets the channel's part).
  * Errors: EBADFD (fd not bound).
@@ -612,8 +612,9 @@ struct lzchan_lanes {
  * (lzchan_shm_rx.parked, loaded after the bit) is odd, signal its eventfd
  * as LZCHAN_IOC_WAKE would: a sender never reads the rx header, and a
  * receiver that parks after its last look at the bell finds the bit when
- * woken.  Returns 1 if an eventfd was signalled, else 0.  EPERM: a
- * receiver's fd; EBADFD: unbound.
+ * woken.  Returns 0 (whether the receiver was parked is not told).
+ * EPERM: a receiver's fd; EBADFD: unbound; EKEYREVOKED: a revoked
+ * endpoint.
  */
 
 /* ------------------------------------------------------------------ */
@@ -676,7 +677,8 @@ struct lzchan_shm_lane {
  * lzchan_shm_rx_lane a lane, each read by its lane's sender.
  */
 struct lzchan_shm_rx {
-	__u32 parked;			/* nonzero while the receiver sleeps */
+	__u32 parked;			/* odd while the receiver sleeps (a
+					 * count of park episodes) */
 	__u32 armed;			/* libchan's shm backend: the receiver
 					 * waits on its event fd (0 with the
 					 * module, which never reads it) */
