@@ -366,6 +366,37 @@ check "grant on shm: the channel file, passed; send --endpoint delivers; recv ge
 check "grant on shm says what it gave: no id, no role limit, not revocable; socket removed" \
 	eval 'grep -q "^granted sender endpoint of epch (shm: the channel file, no role limit, not revocable)$" "$tmp/g.out" &&
 	      [ "$(wc -l < "$tmp/g.out")" = 1 ] && [ ! -s "$tmp/g.err" ] && [ ! -e "$tmp/ep.sock" ]'
+# A second grant on a served path is refused, and neither its look at the
+# socket nor a peer that hangs up without reading takes the one endpoint
+# (a fresh channel: epch's receiver has been and gone).
+"$tool" create epch2 >/dev/null 2>&1
+"$tool" grant epch2 --role sender --socket "$tmp/ep.sock" --count 1 --timeout 10000 \
+	>"$tmp/g.out" 2>"$tmp/g.err" &
+gpid=$!
+i=0
+while [ $i -lt 100 ] && [ ! -S "$tmp/ep.sock" ]; do sleep 0.05; i=$((i + 1)); done
+run grant epch2 --role sender --socket "$tmp/ep.sock"
+check "a second grant on a served socket: EADDRINUSE, exit 1" \
+	eval 'rc_is 1 && err_has "(EADDRINUSE)" && err_one_line'
+if command -v python3 >/dev/null 2>&1; then
+	# Connects, waits until the endpoint is there to read, hangs up.
+	python3 -c 'import select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+select.select([s], [], [], 5)
+s.close()' "$tmp/ep.sock"
+	printf 'c\n' | "$tool" send --endpoint "$tmp/ep.sock" 2>"$tmp/es.err"; src=$?
+	wait $gpid; grc=$?
+	run recv epch2 --count 1 --timeout 5000
+	check "grant: a peer that hung up unread is not counted; the next one gets the endpoint" \
+		eval '[ $grc = 0 ] && [ $src = 0 ] && rc_is 0 && [ "$(cat "$out")" = c ] &&
+		      [ "$(grep -c "^granted" "$tmp/g.out")" = 1 ] &&
+		      grep -q "(ECONNRESET): a peer hung up without taking its endpoint (not counted)" "$tmp/g.err"'
+else
+	kill $gpid 2>/dev/null; wait $gpid
+	skip "grant: a peer that hung up unread is not counted" "python3 not installed"
+fi
+"$tool" remove epch2 >/dev/null 2>&1
 run grant nosuch --role receiver --socket "$tmp/ep.sock"
 check "grant of a missing channel on shm: ENOENT, exit 1, no socket left" \
 	eval 'rc_is 1 && err_has "(ENOENT)" && err_one_line && [ ! -s "$out" ] && [ ! -e "$tmp/ep.sock" ]'

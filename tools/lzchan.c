@@ -1282,6 +1282,32 @@ static int grant_served(const struct sockaddr_un *a)
 	return e == ECONNREFUSED ? 0 : -e;
 }
 
+/* How long a granted peer has to hang up before its endpoint counts as
+ * taken unseen (lzchan_endpoint_recv()'s callers close right after). */
+#define GRANT_TAKEN_MS	1000
+
+/*
+ * Did the peer on @conn take the endpoint we sent it?  A Unix stream
+ * socket closed with data unread resets its peer's (ECONNRESET): a peer
+ * that hung up without reading -- a probe of whether the socket is served,
+ * such as a second grant's look (grant_served()) -- took nothing, and the
+ * endpoint went with its socket.  One that stays connected past
+ * GRANT_TAKEN_MS counts as served: it may read it yet.
+ */
+static bool grant_taken(int conn)
+{
+	struct pollfd p = { .fd = conn, .events = POLLIN };
+	socklen_t len = sizeof(int);
+	int err = 0, r;
+
+	do
+		r = poll(&p, 1, GRANT_TAKEN_MS);
+	while (r < 0 && errno == EINTR && !stop);
+	if (r <= 0)
+		return true;
+	return getsockopt(conn, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != ECONNRESET;
+}
+
 /*
  * Listen at @a with permission bits @mode.  Two grants of one path are
  * serialised by a lock on its directory, from the look at what is there
@@ -1509,10 +1535,14 @@ static int cmd_grant(int argc, char **argv)
 			break;
 		}
 		ret = lzchan_grant_send(conn, name, role, &id);
+		if (!ret && !grant_taken(conn))
+			ret = -ECONNRESET;
 		close(conn);
 		if (ret == -EPIPE || ret == -ECONNRESET) {
-			/* That peer left first: its endpoint went with it. */
-			explain(name, name, -ret, 0);
+			/* That peer left first, or without reading what it was
+			 * sent: its endpoint went with it, not counted. */
+			fail(sock_path, -ret, "a peer hung up without taking its endpoint "
+			     "(not counted)");
 			continue;
 		}
 		if (ret < 0) {
