@@ -350,12 +350,17 @@ run subscribe ticks --timeout 100
 check "subscribe with nothing published: ETIMEDOUT, exit 3" eval 'rc_is 3 && err_has "(ETIMEDOUT)"'
 
 # --- endpoints: on shm, the channel file itself ---
+# One sender endpoint of channel $1 served at $tmp/ep.sock in the
+# background (gpid), once the socket is there.
+grant_bg() {
+	"$tool" grant "$1" --role sender --socket "$tmp/ep.sock" --count 1 --timeout 10000 \
+		>"$tmp/g.out" 2>"$tmp/g.err" &
+	gpid=$!
+	i=0
+	while [ $i -lt 100 ] && [ ! -S "$tmp/ep.sock" ]; do sleep 0.05; i=$((i + 1)); done
+}
 "$tool" create epch >/dev/null 2>&1
-"$tool" grant epch --role sender --socket "$tmp/ep.sock" --count 1 --timeout 10000 \
-	>"$tmp/g.out" 2>"$tmp/g.err" &
-gpid=$!
-i=0
-while [ $i -lt 100 ] && [ ! -S "$tmp/ep.sock" ]; do sleep 0.05; i=$((i + 1)); done
+grant_bg epch
 # No receiver yet: the messages wait in the ring for one.
 printf 'a\nb\n' | "$tool" send --endpoint "$tmp/ep.sock" 2>"$tmp/es.err"; src=$?
 wait $gpid; grc=$?
@@ -370,11 +375,7 @@ check "grant on shm says what it gave: no id, no role limit, not revocable; sock
 # socket nor a peer that hangs up without reading takes the one endpoint
 # (a fresh channel: epch's receiver has been and gone).
 "$tool" create epch2 >/dev/null 2>&1
-"$tool" grant epch2 --role sender --socket "$tmp/ep.sock" --count 1 --timeout 10000 \
-	>"$tmp/g.out" 2>"$tmp/g.err" &
-gpid=$!
-i=0
-while [ $i -lt 100 ] && [ ! -S "$tmp/ep.sock" ]; do sleep 0.05; i=$((i + 1)); done
+grant_bg epch2
 run grant epch2 --role sender --socket "$tmp/ep.sock"
 check "a second grant on a served socket: EADDRINUSE, exit 1" \
 	eval 'rc_is 1 && err_has "(EADDRINUSE)" && err_one_line'
